@@ -1,0 +1,45 @@
+"""Atomic file writing: write to a temporary file beside the target, then rename.
+
+A reader never sees a half-written file, and a failure (an exception, a killed
+process) leaves either the old file or no file, never a truncated one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path in the target's directory; rename it onto ``path`` on success.
+
+    Use this for writers that want a path rather than a file object (pyarrow, numpy).
+    On an exception the temporary file is removed and the target is left untouched.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_open(
+    path: str | os.PathLike[str], mode: str = "w", encoding: str | None = "utf-8"
+) -> Iterator[IO]:
+    """Open a temporary file for writing that replaces ``path`` atomically when closed."""
+    if "b" in mode:
+        encoding = None
+    with atomic_path(path) as tmp, open(tmp, mode, encoding=encoding) as handle:
+        yield handle

@@ -1,0 +1,1 @@
+"""Feature-blind truth inference (aggregation) methods."""

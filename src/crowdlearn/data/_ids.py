@@ -1,0 +1,120 @@
+"""Turning users' identifiers (any hashable: ints, strings, booleans) into integer codes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from crowdlearn.data.errors import CrowdDataError, show
+
+#: Codes are int32: 2**31 - 1 distinct tasks, workers or classes is far beyond any crowd.
+CODE_DTYPE = np.int32
+
+
+def as_id_array(values: Any) -> np.ndarray:
+    """A 1-D numpy array of ids: int64 for integers, bool, float or object otherwise.
+
+    Integral floats (what pandas makes of an integer column with a gap) become int64.
+    """
+    if isinstance(values, (pd.Series, pd.Index)):
+        numeric = values.dtype.kind in "iufb" and not (values.dtype.kind != "f" and values.hasnans)
+        values = values.to_numpy() if numeric else values.to_numpy(dtype=object)
+    if isinstance(values, np.ndarray):
+        arr = values
+    else:
+        # Lists keep their Python types (numpy would turn [1, "a"] into strings).
+        arr = np.empty(len(values), dtype=object)
+        arr[:] = list(values)
+    if arr.ndim != 1:
+        raise CrowdDataError(f"ids must be one-dimensional, got shape {arr.shape}")
+    if arr.dtype.kind in "iu":
+        return arr.astype(np.int64, copy=False)
+    if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+        return arr.astype(np.int64)
+    if arr.dtype.kind in "bf":
+        return arr
+    if arr.dtype.kind in "US":
+        return arr.astype(object)
+    if arr.dtype == object and len(arr):
+        # Python ints, floats or bools boxed in an object array: store them natively.
+        kind = pd.api.types.infer_dtype(arr, skipna=False)
+        if kind == "integer":
+            return arr.astype(np.int64)
+        if kind == "boolean":
+            return arr.astype(bool)
+        if kind in ("floating", "mixed-integer-float"):
+            return as_id_array(arr.astype(np.float64))
+    return arr
+
+
+def missing_rows(values: np.ndarray) -> np.ndarray:
+    """Positions of None / NaN entries."""
+    if values.dtype.kind in "iub":
+        return np.empty(0, dtype=np.int64)
+    return np.flatnonzero(pd.isna(values))
+
+
+def check_not_mixed(values: np.ndarray, what: str) -> None:
+    """Refuse ids that mix numbers and strings: sorting them has no meaning."""
+    if values.dtype == object and len(values):
+        kind = pd.api.types.infer_dtype(values, skipna=True)
+        if kind.startswith("mixed"):
+            types = sorted({type(v).__name__ for v in values[:10000] if not pd.isna(v)})
+            raise CrowdDataError(
+                f"{what} ids mix types ({', '.join(types)}); use one type for all {what} ids"
+            )
+
+
+def factorize(
+    values: Any, what: str, declared: Sequence | np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Codes (int32) and the id of each code.
+
+    Without ``declared`` ids, codes follow the sorted order of the distinct values.
+    With ``declared`` ids, code ``i`` is ``declared[i]`` (the caller's order is kept,
+    so arrays aligned with the declared ids stay aligned) and a value that is not
+    declared is an error.
+    """
+    values = as_id_array(values)
+    nan_rows = missing_rows(values)
+    if len(nan_rows):
+        raise CrowdDataError(
+            f"{what} column has {len(nan_rows)} missing (None/NaN) value(s) "
+            f"at rows {show(nan_rows)}"
+        )
+    if declared is None:
+        check_not_mixed(values, what)
+        codes, uniques = pd.factorize(values, sort=True)
+        ids = as_id_array(uniques)
+    else:
+        ids = declared_ids(declared, what)
+        codes = pd.Index(ids).get_indexer(values)
+        unknown = np.flatnonzero(codes < 0)
+        if len(unknown):
+            bad = pd.unique(values[unknown])
+            noun = "labels" if what == "label" else f"{what} ids"
+            raise CrowdDataError(
+                f"{noun} not among the declared {_declared_name(what)}: {show(bad)} "
+                f"at rows {show(unknown)}"
+            )
+    return codes.astype(CODE_DTYPE), ids
+
+
+def declared_ids(declared: Sequence | np.ndarray, what: str) -> np.ndarray:
+    """Validate a declared list of ids: no missing values, no repeats, one type."""
+    ids = as_id_array(declared)
+    if len(missing_rows(ids)):
+        raise CrowdDataError(f"declared {_declared_name(what)} contain None/NaN")
+    check_not_mixed(ids, what)
+    index = pd.Index(ids)
+    if not index.is_unique:
+        repeated = index[index.duplicated()].unique()
+        raise CrowdDataError(f"declared {_declared_name(what)} repeat ids: {show(repeated)}")
+    return ids
+
+
+def _declared_name(what: str) -> str:
+    return "classes" if what == "label" else f"{what}_ids"

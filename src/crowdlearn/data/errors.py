@@ -1,0 +1,38 @@
+"""The one error type raised for invalid crowd data."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+#: How many offending rows or ids an error message lists before eliding the rest.
+MAX_SHOWN = 5
+
+
+class CrowdDataError(ValueError):
+    """Invalid crowd data: the message names the offending rows, ids or file.
+
+    Raised by every constructor, reader and transformation of
+    :class:`~crowdlearn.CrowdData`; it is a :class:`ValueError`, so code that already
+    catches ``ValueError`` keeps working.
+    """
+
+
+def show(items: Sequence | np.ndarray, limit: int = MAX_SHOWN) -> str:
+    """Format the first ``limit`` items for an error message, with a count of the rest."""
+    items = list(np.asarray(items, dtype=object).ravel()[: limit + 1])
+    shown = ", ".join(repr(_plain(x)) for x in items[:limit])
+    if len(items) > limit:
+        shown += ", ..."
+    return f"[{shown}]"
+
+
+def plain(value: object) -> str:
+    """``repr`` of a value as Python shows it (numpy scalars without their type)."""
+    return repr(_plain(value))
+
+
+def _plain(value: object) -> object:
+    """numpy scalars print as ``np.int64(3)`` under numpy 2; show them as Python values."""
+    return value.item() if isinstance(value, np.generic) else value
