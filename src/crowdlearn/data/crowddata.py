@@ -888,11 +888,11 @@ def _duplicate_rows_to_keep(
     """Rows to keep under the duplicate policy, or None to keep them all."""
     if policy == "keep":
         return None
-    key = task.astype(np.int64) * max(n_workers, 1) + worker
-    sorted_key = np.sort(key)
-    if not np.any(sorted_key[1:] == sorted_key[:-1]):
+    key = _pair_keys(task, worker, n_workers)
+    key.sort()  # in place: this check runs on every construction, keep its memory at one key
+    if not np.any(key[1:] == key[:-1]):
         return None
-    del sorted_key
+    key = _pair_keys(task, worker, n_workers)
     order = np.argsort(key, kind="stable")
     key = key[order]
     starts = np.concatenate([[True], key[1:] != key[:-1]])
@@ -911,6 +911,14 @@ def _duplicate_rows_to_keep(
     kept = order[starts] if policy == "first" else order[ends]
     kept.sort()
     return kept
+
+
+def _pair_keys(task: np.ndarray, worker: np.ndarray, n_workers: int) -> np.ndarray:
+    """One int64 per annotation identifying its (task, worker) pair."""
+    key = task.astype(np.int64)
+    key *= max(n_workers, 1)
+    key += worker
+    return key
 
 
 def _group_index(codes: np.ndarray, n_groups: int) -> GroupIndex:
