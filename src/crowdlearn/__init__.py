@@ -10,6 +10,7 @@ registry in :mod:`crowdlearn.datasets` produce it, simulators in
 
 from importlib.metadata import PackageNotFoundError, version
 
+from crowdlearn.aggregation import MajorityVote, NaiveSoft
 from crowdlearn.data import CrowdData, CrowdDataError
 
 try:
@@ -17,4 +18,4 @@ try:
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0.0.0+unknown"
 
-__all__ = ["CrowdData", "CrowdDataError", "__version__"]
+__all__ = ["CrowdData", "CrowdDataError", "MajorityVote", "NaiveSoft", "__version__"]

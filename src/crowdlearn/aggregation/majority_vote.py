@@ -1,0 +1,99 @@
+"""Majority vote and naive soft labels: the counting baselines.
+
+Majority vote (MV) gives each task the class most of its annotators chose; naive
+soft labels (NS) give the vote frequencies themselves (peerannot paper, sec. 3.1,
+the two equations for MV and NS). Both ignore who the workers are.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crowdlearn.aggregation._base import BaseAggregator, TieBreak
+from crowdlearn.data import CrowdData
+
+
+def vote_frequencies(data: CrowdData) -> np.ndarray:
+    """Share of each task's votes per class, shape (n_tasks, K); uniform for tasks
+    without annotations."""
+    counts = data.vote_counts.toarray().astype(np.float64)
+    totals = counts.sum(axis=1, keepdims=True)
+    uniform = np.full_like(counts, 1.0 / data.n_classes)
+    return np.divide(counts, totals, out=uniform, where=totals > 0)
+
+
+class MajorityVote(BaseAggregator):
+    """Majority vote: the most frequent label of each task.
+
+    Parameters
+    ----------
+    tie_break : {"random", "lowest"}, default "random"
+        Ties between classes are broken uniformly at random with ``random_state``,
+        or in favour of the lowest class code. Tasks without annotations are a tie
+        between all classes.
+    random_state : int, default 0
+        Seed of the random tie-break (``None`` is refused: results stay reproducible).
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_tasks,)
+        The chosen class code of each task.
+    probas_ : ndarray of shape (n_tasks, n_classes)
+        One-hot encoding of ``labels_`` (majority vote is a hard label; see
+        :class:`NaiveSoft` for the vote frequencies).
+    vote_counts_ : ndarray of shape (n_tasks, n_classes)
+        Number of votes for each class.
+
+    Examples
+    --------
+    >>> from crowdlearn import CrowdData
+    >>> data = CrowdData.from_arrays([0, 0, 0, 1, 1], [0, 1, 2, 0, 1], [1, 1, 0, 0, 1])
+    >>> MajorityVote(tie_break="lowest").fit(data).predict()
+    array([1, 0])
+    """
+
+    def __init__(self, tie_break: TieBreak = "random", random_state: int | None = 0) -> None:
+        self.tie_break = tie_break
+        self.random_state = random_state
+
+    def fit(self, data: CrowdData) -> MajorityVote:
+        """Count the votes of each task and pick the majority class; returns ``self``."""
+        super().fit(data)
+        self.probas_ = np.eye(data.n_classes)[self.labels_]
+        return self
+
+    def _fit(self, data: CrowdData) -> None:
+        self.vote_counts_ = data.vote_counts.toarray()
+        self.probas_ = self.vote_counts_.astype(np.float64)
+
+
+class NaiveSoft(BaseAggregator):
+    """Naive soft labels: the vote frequencies of each task.
+
+    Parameters
+    ----------
+    tie_break : {"random", "lowest"}, default "random"
+        How ``labels_`` (the argmax) breaks ties; see :class:`MajorityVote`.
+    random_state : int, default 0
+
+    Attributes
+    ----------
+    probas_ : ndarray of shape (n_tasks, n_classes)
+        Share of each task's votes for each class (uniform when a task has none).
+    labels_ : ndarray of shape (n_tasks,)
+
+    Examples
+    --------
+    >>> from crowdlearn import CrowdData
+    >>> data = CrowdData.from_arrays([0, 0, 0, 1], [0, 1, 2, 0], [1, 1, 0, 0])
+    >>> NaiveSoft().fit(data).predict_proba().round(3)
+    array([[0.333, 0.667],
+           [1.   , 0.   ]])
+    """
+
+    def __init__(self, tie_break: TieBreak = "random", random_state: int | None = 0) -> None:
+        self.tie_break = tie_break
+        self.random_state = random_state
+
+    def _fit(self, data: CrowdData) -> None:
+        self.probas_ = vote_frequencies(data)

@@ -1,0 +1,44 @@
+"""Evaluation metrics shared by every engine.
+
+Classification quality (accuracy, macro-F1, calibration, likelihood), the quality of
+aggregated training labels (AccTrain), the class-imbalance ratio R of the Self-Crowd
+paper, Jensen-Shannon divergences between confusion matrices (the CMM paper's I-JS
+and G-JS), and ICED's label certainty score.
+
+Labels are class *codes* (``0..K-1``) as used throughout crowdlearn; ``-1`` in a
+truth array marks an unknown truth and such entries are left out.
+"""
+
+from crowdlearn.metrics._classification import (
+    acc_train,
+    accuracy,
+    expected_calibration_error,
+    macro_f1,
+    negative_log_likelihood,
+)
+from crowdlearn.metrics._crowd import (
+    confusion_js,
+    empirical_confusions,
+    global_confusion,
+    global_js,
+    imbalance_ratio,
+    individual_js,
+    js_divergence,
+    label_certainty,
+)
+
+__all__ = [
+    "acc_train",
+    "accuracy",
+    "confusion_js",
+    "empirical_confusions",
+    "expected_calibration_error",
+    "global_confusion",
+    "global_js",
+    "imbalance_ratio",
+    "individual_js",
+    "js_divergence",
+    "label_certainty",
+    "macro_f1",
+    "negative_log_likelihood",
+]
