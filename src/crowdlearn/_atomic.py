@@ -28,10 +28,20 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     tmp = Path(tmp_name)
     try:
         yield tmp
+        # mkstemp makes owner-only files; give the result the mode a plain open() would
+        # (the umask's), or the mode of the file it replaces.
+        os.chmod(tmp, target.stat().st_mode & 0o7777 if target.exists() else _default_mode())
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _default_mode() -> int:
+    """0o666 less the process umask (read by setting it and putting it back)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 @contextlib.contextmanager

@@ -124,6 +124,22 @@ def test_from_matrix_treats_nan_as_missing():
     assert CrowdData.from_matrix(answers).n_annotations == 3
 
 
+def test_matrix_errors_name_the_cells():
+    with pytest.raises(CrowdDataError, match=r"at \(task, worker\) \[\(1, 0\)\]"):
+        CrowdData.from_matrix(np.array([[0, 1], [-3, 1]]))
+
+
+def test_narrow_integer_codes_are_accepted():
+    data = CrowdData(
+        np.array([0, 1], dtype=np.int8),
+        np.array([0, 0], dtype=np.uint16),
+        np.array([1, 0], dtype=np.int64),
+    )
+    assert data.task.dtype == data.worker.dtype == data.label.dtype == np.int32
+    with pytest.raises(CrowdDataError, match="int32 range"):
+        CrowdData(np.array([0, 2**40]), np.array([0, 0]), np.array([0, 0]))
+
+
 def test_from_counts_is_anonymous_and_reproduces_counts():
     counts = np.array([[2, 0, 1], [0, 0, 3], [0, 0, 0]])
     data = CrowdData.from_counts(counts, classes=["a", "b", "c"])

@@ -776,7 +776,11 @@ def _readonly(array: np.ndarray) -> np.ndarray:
 
 
 def _code_array(values: Any, what: str) -> np.ndarray:
-    """Integer codes as int32; floats are accepted when integral, NaN is an error."""
+    """Integer codes as int32; floats are accepted when integral, NaN is an error.
+
+    Integer input is range-checked in place and converted without an int64
+    temporary (readers pass narrow codes to keep the peak memory of a load low).
+    """
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise CrowdDataError(f"{what} codes must be one-dimensional, got shape {arr.shape}")
@@ -789,9 +793,9 @@ def _code_array(values: Any, what: str) -> np.ndarray:
             raise CrowdDataError(f"{what} codes must be integers; rows {show(fractional)} are not")
     elif arr.dtype.kind not in "iub" and len(arr):
         raise CrowdDataError(f"{what} codes must be integers, got dtype {arr.dtype}")
-    arr = arr.astype(np.int64, copy=False)
-    too_big = np.flatnonzero(arr > np.iinfo(CODE_DTYPE).max)
-    if len(too_big):
+    limit = np.iinfo(CODE_DTYPE)
+    if len(arr) and arr.dtype.kind != "b" and (arr.max() > limit.max or arr.min() < limit.min):
+        too_big = np.flatnonzero((arr > limit.max) | (arr < limit.min))
         raise CrowdDataError(f"{what} codes exceed the int32 range at rows {show(too_big)}")
     return arr.astype(CODE_DTYPE, copy=False)
 

@@ -21,7 +21,10 @@ class CrowdDataError(ValueError):
 
 def show(items: Sequence | np.ndarray, limit: int = MAX_SHOWN) -> str:
     """Format the first ``limit`` items for an error message, with a count of the rest."""
-    items = list(np.asarray(items, dtype=object).ravel()[: limit + 1])
+    # Slice before converting: a list of tuples must not become a 2-D array.
+    items = list(
+        items.ravel()[: limit + 1] if isinstance(items, np.ndarray) else items[: limit + 1]
+    )
     shown = ", ".join(repr(_plain(x)) for x in items[:limit])
     if len(items) > limit:
         shown += ", ..."
