@@ -1,0 +1,33 @@
+"""Readers and writers: long CSV/Parquet, the peerannot folder, answer matrices.
+
+Every reader returns a :class:`~crowdlearn.CrowdData` and raises
+:class:`~crowdlearn.CrowdDataError` naming the file and the offending rows, ids or
+keys; every writer writes atomically (temporary file, then rename) and writes
+nothing when the data does not fit the format. A write followed by a read gives
+back equal data (see each writer for what its format cannot hold).
+
+Use :func:`read` and :func:`write` to pick the format from the path, or the
+per-format functions for their options.
+"""
+
+from crowdlearn.io._dispatch import FORMATS, detect_format, read, write
+from crowdlearn.io.longform import read_csv, read_parquet, write_csv, write_parquet
+from crowdlearn.io.matrix import read_matrix, to_matrix, write_matrix
+from crowdlearn.io.peerannot import read_answers_json, read_peerannot, write_peerannot
+
+__all__ = [
+    "FORMATS",
+    "detect_format",
+    "read",
+    "read_answers_json",
+    "read_csv",
+    "read_matrix",
+    "read_parquet",
+    "read_peerannot",
+    "to_matrix",
+    "write",
+    "write_csv",
+    "write_matrix",
+    "write_parquet",
+    "write_peerannot",
+]

@@ -1,0 +1,145 @@
+"""Reading and writing by format name, with the format told by the path when not given."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from crowdlearn.data import CrowdData, CrowdDataError
+from crowdlearn.io._common import existing_path
+from crowdlearn.io.longform import (
+    PARQUET_SUFFIXES,
+    read_csv,
+    read_parquet,
+    write_csv,
+    write_parquet,
+)
+from crowdlearn.io.matrix import read_matrix, write_matrix
+from crowdlearn.io.peerannot import ANSWERS, read_answers_json, write_peerannot
+
+#: The formats :func:`read` and :func:`write` know.
+FORMATS = ("csv", "parquet", "peerannot", "matrix")
+
+_BY_SUFFIX = {
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".json": "peerannot",
+    ".txt": "matrix",
+    ".npy": "matrix",
+    **dict.fromkeys(PARQUET_SUFFIXES, "parquet"),
+}
+
+
+def detect_format(path: str | os.PathLike[str]) -> str:
+    """The format of a file or directory, told by its name ending or contents.
+
+    A directory holding ``answers.json`` is peerannot, one holding ``*.parquet``
+    files is parquet; files go by ending: ``.json`` peerannot, ``.csv``/``.tsv``
+    csv, ``.parquet``/``.pq`` parquet, ``.txt``/``.npy`` matrix.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Need not exist (for writing), unless it is a directory.
+
+    Returns
+    -------
+    str
+        One of :data:`FORMATS`.
+
+    Raises
+    ------
+    CrowdDataError
+        When the format cannot be told; the message lists the formats.
+    """
+    path = Path(path)
+    if path.is_dir():
+        if (path / ANSWERS).is_file():
+            return "peerannot"
+        if any(p.suffix.lower() in PARQUET_SUFFIXES for p in path.iterdir()):
+            return "parquet"
+        raise CrowdDataError(
+            f"{path}: cannot tell the format of this directory: it holds neither {ANSWERS} "
+            f"nor *.parquet files; pass format= (one of {', '.join(FORMATS)})"
+        )
+    fmt = _BY_SUFFIX.get(path.suffix.lower())
+    if fmt is None:
+        raise CrowdDataError(
+            f"{path}: cannot tell the format from the ending {path.suffix!r}; pass format= "
+            f"(one of {', '.join(FORMATS)}) or use one of the endings {', '.join(_BY_SUFFIX)}"
+        )
+    return fmt
+
+
+def read(
+    source: str | os.PathLike[str] | pd.DataFrame, format: str | None = None, **kwargs: Any
+) -> CrowdData:
+    """Read crowd data from a file, a directory or a pandas DataFrame.
+
+    Parameters
+    ----------
+    source : str, path-like or DataFrame
+        A DataFrame is read with :meth:`CrowdData.from_frame` (crowd-kit's layout).
+    format : str, optional
+        One of :data:`FORMATS`; default told by :func:`detect_format`.
+    **kwargs
+        Passed to the reader (:func:`read_csv`, :func:`read_parquet`,
+        :func:`read_answers_json`, :func:`read_matrix`).
+
+    Returns
+    -------
+    CrowdData
+    """
+    if isinstance(source, pd.DataFrame):
+        return CrowdData.from_frame(source, **kwargs)
+    path = existing_path(source)
+    fmt = _checked(format) if format is not None else detect_format(path)
+    readers = {
+        "csv": read_csv,
+        "parquet": read_parquet,
+        "peerannot": read_answers_json,
+        "matrix": read_matrix,
+    }
+    return readers[fmt](path, **kwargs)
+
+
+def write(
+    data: CrowdData, dest: str | os.PathLike[str], format: str | None = None, **kwargs: Any
+) -> None:
+    """Write crowd data in one of :data:`FORMATS`, atomically.
+
+    Parameters
+    ----------
+    data : CrowdData
+    dest : str or path-like
+        A file; for ``"peerannot"`` a folder (a path ending in ``answers.json`` means
+        its folder).
+    format : str, optional
+        One of :data:`FORMATS`; default told by :func:`detect_format` from ``dest``.
+    **kwargs
+        Passed to the writer (:func:`write_csv`, :func:`write_parquet`,
+        :func:`write_peerannot`, :func:`write_matrix`).
+    """
+    dest = Path(dest)
+    fmt = _checked(format) if format is not None else detect_format(dest)
+    if fmt == "peerannot":
+        if dest.suffix.lower() == ".json":
+            if dest.name != ANSWERS:
+                raise CrowdDataError(
+                    f"{dest}: a peerannot dataset is a folder holding {ANSWERS}; "
+                    "give the folder (or a path ending in answers.json)"
+                )
+            dest = dest.parent
+        write_peerannot(data, dest, **kwargs)
+        return
+    writers = {"csv": write_csv, "parquet": write_parquet, "matrix": write_matrix}
+    writers[fmt](data, dest, **kwargs)
+
+
+def _checked(format: str) -> str:
+    if format not in FORMATS:
+        raise CrowdDataError(f"unknown format {format!r}; the formats are {', '.join(FORMATS)}")
+    return format

@@ -1,0 +1,557 @@
+"""Long-format files: one row per annotation with columns task, worker, label (and truth).
+
+This is crowd-kit's layout. Two containers are supported:
+
+* **CSV** (or TSV). Cells are text; ids get their type back by a fixed rule (see
+  :func:`read_csv`), so integer and string ids survive a round trip. The rows are
+  all there is: tasks and workers without annotations, classes that no label or
+  truth uses, and a code order other than the sorted ids cannot be represented.
+* **Parquet**. Ids keep their native types (int64, string, bool, float64; strings are
+  dictionary-encoded). The schema metadata key ``b"crowdlearn"`` holds a JSON document
+  (see :func:`write_parquet`) that makes the round trip lossless, declared-but-unused
+  ids included. :func:`read_parquet` reads one column at a time with pyarrow and never
+  creates one Python object per row.
+
+Features are not stored in either container.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from crowdlearn._atomic import atomic_open, atomic_path
+from crowdlearn.data import CrowdData, CrowdDataError, DuplicatePolicy
+from crowdlearn.data.errors import show
+from crowdlearn.io._columns import Column, encode, missing_rows, normalise, truth_by_task
+from crowdlearn.io._common import (
+    about,
+    existing_path,
+    id_text,
+    ids_to_json,
+    json_count,
+    json_ids,
+)
+
+#: Schema metadata key of the JSON document written by :func:`write_parquet`.
+METADATA_KEY = b"crowdlearn"
+#: File name endings read as Parquet (also inside a directory).
+PARQUET_SUFFIXES = (".parquet", ".pq")
+_METADATA_VERSION = 1
+#: Rows handed to the CSV writer at a time, to bound the memory of the row tuples.
+_CSV_BLOCK = 100_000
+
+
+@dataclass(frozen=True)
+class _Declared:
+    """Ids and counts declared beyond the rows (Parquet metadata, or ``classes=``)."""
+
+    task_ids: list | None = None
+    worker_ids: list | None = None
+    classes: list | None = None
+    n_tasks: int | None = None
+    n_workers: int | None = None
+    anonymous: bool = False
+    unannotated_truth: list | None = None
+
+
+# ---------------------------------------------------------------------------- CSV
+
+
+def read_csv(
+    path: str | os.PathLike[str],
+    *,
+    task: str = "task",
+    worker: str | None = "worker",
+    label: str = "label",
+    truth: str | None = "truth",
+    sep: str | None = None,
+    classes: Sequence[Any] | None = None,
+    duplicates: DuplicatePolicy = "error",
+) -> CrowdData:
+    """Read a long CSV (or TSV) file with one row per annotation.
+
+    Every cell is read as text; each id column then takes the first type that fits
+    all its values: int64 when every value is a canonical integer
+    (``str(int(v)) == v``), bool when every value is ``True``/``False``, float when
+    every value is a float whose ``repr`` is the text itself, else string. Labels and
+    the truth column are typed together (they share the classes).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The CSV file.
+    task, worker, label : str
+        Column names. ``worker=None`` reads anonymous annotations (no worker column).
+    truth : str or None, default "truth"
+        Column holding the true class of each row's task, used when present; all rows
+        of a task must agree, and an empty cell means unknown. None ignores it.
+    sep : str, optional
+        Field separator; default tab for ``.tsv`` files, comma otherwise.
+    classes : sequence, optional
+        Declared classes in code order (unused classes are kept); a cell matches a
+        declared class when it equals its text (``str(class)``).
+    duplicates : {"error", "keep", "first", "last"}
+        Policy for repeated (task, worker) pairs, as in :class:`CrowdData`.
+
+    Returns
+    -------
+    CrowdData
+        Codes follow the sorted ids, as with :meth:`CrowdData.from_arrays`.
+
+    Raises
+    ------
+    CrowdDataError
+        Naming the file, for a missing column, an empty file, empty cells (with their
+        rows, counted from 0 after the header) or invalid data.
+    """
+    path = existing_path(path)
+    if sep is None:
+        sep = "\t" if path.suffix.lower() == ".tsv" else ","
+    with about(path):
+        header = _csv_header(path, sep)
+        _require_columns(header, task, worker, label)
+        truth = truth if truth in header else None
+        wanted = [name for name in (task, worker, label, truth) if name is not None]
+        table = _read_csv_table(path, sep, wanted)
+        if table.num_rows == 0:
+            raise CrowdDataError("the file has a header but no annotation rows")
+        return _assemble(
+            lambda name: Column.of(table.column(name)),
+            task=task,
+            worker=worker,
+            label=label,
+            truth=truth,
+            as_text=True,
+            declared=_Declared(classes=None if classes is None else list(classes)),
+            duplicates=duplicates,
+        )
+
+
+def write_csv(data: CrowdData, path: str | os.PathLike[str], *, truth: bool = True) -> None:
+    """Write a long CSV (TSV for a ``.tsv`` path) with one row per annotation.
+
+    Columns: ``task``, ``worker`` (omitted when anonymous), ``label``, and ``truth``
+    when ``truth`` is true and the data has truth (empty where unknown). Ids are
+    written as ``str(id)``, which :func:`read_csv` types back, so int, bool, float
+    and string ids round-trip, except strings that read as another type (``"7"``,
+    ``"True"``) and the empty string. Rows end in ``\\r\\n`` (RFC 4180) and fields
+    are quoted where needed. Features are not written. The file is written atomically.
+
+    Parameters
+    ----------
+    data : CrowdData
+    path : str or path-like
+    truth : bool, default True
+        Write the truth column (when the data has truth).
+    """
+    columns = {"task": _texts(data.task_ids, data.task)}
+    if not data.is_anonymous:
+        columns["worker"] = _texts(data.worker_ids, data.worker)
+    columns["label"] = _texts(data.classes, data.label)
+    if truth and data.truth is not None:
+        columns["truth"] = _texts(data.classes, data.truth[data.task])
+    sep = "\t" if Path(path).suffix.lower() == ".tsv" else ","
+    # Rows end in \r\n (RFC 4180, the csv module's default): the csv module quotes
+    # fields holding a character of the line terminator, so a lone \r in an id is
+    # quoted too. newline="" keeps the text layer from translating line endings.
+    with atomic_open(path, "wb") as raw, io.TextIOWrapper(raw, "utf-8", newline="") as handle:
+        writer = csv.writer(handle, delimiter=sep, lineterminator="\r\n")
+        writer.writerow(list(columns))
+        cells = list(columns.values())
+        for start in range(0, data.n_annotations, _CSV_BLOCK):
+            writer.writerows(zip(*(c[start : start + _CSV_BLOCK] for c in cells), strict=True))
+
+
+def _texts(ids: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """The text of each row's id; code -1 gives an empty cell."""
+    texts = np.array([id_text(v) for v in ids.tolist()] + [""], dtype=object)
+    return texts[codes]
+
+
+def _csv_header(path: Path, sep: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            header = next(csv.reader(handle, delimiter=sep), None)
+    except UnicodeDecodeError as exc:
+        raise CrowdDataError(f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    if not header:
+        raise CrowdDataError("the file is empty: expected a header row and annotation rows")
+    return header
+
+
+def _read_csv_table(path: Path, sep: str, columns: list[str]) -> pa.Table:
+    """The wanted columns as text; empty cells (quoted or not) are null."""
+    try:
+        return pa_csv.read_csv(
+            path,
+            parse_options=pa_csv.ParseOptions(delimiter=sep, newlines_in_values=True),
+            convert_options=pa_csv.ConvertOptions(
+                include_columns=columns,
+                column_types=dict.fromkeys(columns, pa.string()),
+                null_values=[""],
+                strings_can_be_null=True,
+                quoted_strings_can_be_null=True,
+            ),
+        )
+    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
+        raise CrowdDataError(f"cannot parse the file as CSV: {exc}") from None
+
+
+# ---------------------------------------------------------------------------- Parquet
+
+
+def read_parquet(
+    path: str | os.PathLike[str],
+    *,
+    task: str = "task",
+    worker: str | None = "worker",
+    label: str = "label",
+    truth: str | None = "truth",
+    duplicates: DuplicatePolicy = "error",
+) -> CrowdData:
+    """Read a long Parquet file, or a directory of ``*.parquet`` files.
+
+    Columns are read one at a time, row group by row group, and encoded with
+    pyarrow compute (text columns through their Parquet dictionaries), so memory
+    stays near the final int32 code arrays: one pass finds the distinct ids, a
+    second one gathers each row's code. When the files carry the metadata written
+    by :func:`write_parquet`, it restores the classes, declared-but-unused ids, the
+    code order and anonymity exactly.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A Parquet file, or a directory whose Parquet files are read in sorted name order.
+    task, worker, label : str
+        Column names. ``worker=None`` reads anonymous annotations; data written
+        anonymous reads back anonymous by itself.
+    truth : str or None, default "truth"
+        Nullable column with the true class of each row's task, used when present
+        (rows of a task must agree). None ignores any truth.
+    duplicates : {"error", "keep", "first", "last"}
+        Policy for repeated (task, worker) pairs.
+
+    Returns
+    -------
+    CrowdData
+        Without metadata, codes follow the sorted ids.
+
+    Raises
+    ------
+    CrowdDataError
+        Naming the file, for a missing column, an unreadable file, null ids (with
+        their rows) or invalid data.
+    """
+    path = existing_path(path)
+    files = _parquet_files(path)
+    with about(path):
+        footers = [_parquet_footer(file) for file in files]
+        declared = _parquet_declared([footer.schema_arrow for footer in footers])
+        if declared.anonymous:
+            worker = None
+        for footer in footers:
+            names = footer.schema_arrow.names
+            _require_columns(names, task, worker, label, where=f" in {footer.path.name}")
+        has_truth = [truth in footer.schema_arrow.names for footer in footers]
+        if any(has_truth) and not all(has_truth):
+            raise CrowdDataError(f"only some files have the truth column {truth!r}")
+        if sum(footer.num_rows for footer in footers) == 0:
+            raise CrowdDataError("there are no annotation rows")
+        data = _assemble(
+            lambda name: _parquet_column(files, name),
+            task=task,
+            worker=worker,
+            label=label,
+            truth=truth if all(has_truth) else None,
+            as_text=False,
+            declared=declared,
+            duplicates=duplicates,
+        )
+        _check_counts(data, declared)
+        return data
+
+
+def write_parquet(
+    data: CrowdData,
+    path: str | os.PathLike[str],
+    *,
+    truth: bool = True,
+    row_group_size: int = 1_000_000,
+) -> None:
+    """Write a long Parquet file with one row per annotation, atomically.
+
+    Columns: ``task``, ``worker`` (absent when anonymous), ``label`` and, when
+    ``truth`` is true and the data has truth, a nullable ``truth``. Ids keep their
+    types (int64, string, bool, float64); string ids are dictionary-encoded.
+
+    The schema metadata key ``b"crowdlearn"`` holds a JSON document with
+    ``version``, ``n_tasks``, ``n_workers``, ``n_classes``, ``anonymous`` and
+    ``classes`` (class ids in code order). When the task (or worker) ids cannot be
+    recovered from the rows, because some have no annotation or their code order
+    is not the sorted order, it also holds ``task_ids`` (``worker_ids``) in code
+    order, and ``unannotated_truth``: ``[task code, class code]`` pairs for tasks
+    without annotations whose truth is known. Features are not written.
+
+    Parameters
+    ----------
+    data : CrowdData
+    path : str or path-like
+    truth : bool, default True
+        Write the truth.
+    row_group_size : int, default 1_000_000
+        Rows per Parquet row group.
+    """
+    columns = {"task": _arrow_ids(data.task_ids, data.task, "task")}
+    if not data.is_anonymous:
+        columns["worker"] = _arrow_ids(data.worker_ids, data.worker, "worker")
+    columns["label"] = _arrow_ids(data.classes, data.label, "class")
+    write_truth = truth and data.truth is not None
+    if write_truth:
+        columns["truth"] = _arrow_ids(data.classes, data.truth[data.task], "class")
+    document = _parquet_metadata(data, write_truth)
+    table = pa.table(columns).replace_schema_metadata({METADATA_KEY: json.dumps(document)})
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, row_group_size=row_group_size)
+
+
+def _arrow_ids(ids: np.ndarray, codes: np.ndarray, what: str) -> pa.Array:
+    """Each row's id as an Arrow array (null where the code is -1)."""
+    mask = codes < 0 if np.any(codes < 0) else None
+    try:
+        if ids.dtype == object:
+            dictionary = pa.array(ids, type=pa.string())
+            return pa.DictionaryArray.from_arrays(pa.array(codes, mask=mask), dictionary)
+        return pa.array(ids[codes], mask=mask)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise CrowdDataError(
+            f"{what} ids cannot be stored in Parquet ({exc}); use int, str, bool or float ids"
+        ) from None
+
+
+def _parquet_metadata(data: CrowdData, with_truth: bool) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "version": _METADATA_VERSION,
+        "n_tasks": data.n_tasks,
+        "n_workers": data.n_workers,
+        "n_classes": data.n_classes,
+        "anonymous": data.is_anonymous,
+        "classes": ids_to_json(data.classes, "class"),
+    }
+    task_counts = np.bincount(data.task, minlength=data.n_tasks)
+    if _ids_need_listing(data.task_ids, task_counts):
+        document["task_ids"] = ids_to_json(data.task_ids, "task")
+        if with_truth:
+            unannotated = np.flatnonzero((task_counts == 0) & (data.truth >= 0))
+            document["unannotated_truth"] = [
+                [int(t), int(data.truth[t])] for t in unannotated.tolist()
+            ]
+    if not data.is_anonymous and _ids_need_listing(data.worker_ids, data.workload):
+        document["worker_ids"] = ids_to_json(data.worker_ids, "worker")
+    return document
+
+
+def _ids_need_listing(ids: np.ndarray, counts: np.ndarray) -> bool:
+    """Whether reading the rows back would lose ids or their code order."""
+    if np.any(counts == 0):
+        return True
+    return len(ids) > 1 and not bool(np.all(ids[1:] > ids[:-1]))
+
+
+def _parquet_files(path: Path) -> list[Path]:
+    if not path.is_dir():
+        return [path]
+    files = sorted(
+        p for p in path.iterdir() if p.is_file() and p.suffix.lower() in PARQUET_SUFFIXES
+    )
+    if not files:
+        raise CrowdDataError(f"{path}: the directory holds no *.parquet files")
+    return files
+
+
+@dataclass(frozen=True)
+class _Footer:
+    """What a Parquet file's footer says: its columns, schema metadata and row count."""
+
+    path: Path
+    schema_arrow: pa.Schema
+    num_rows: int
+
+
+def _parquet_footer(file: Path) -> _Footer:
+    try:
+        parquet = pq.ParquetFile(file)
+    except (pa.ArrowException, OSError) as exc:
+        raise CrowdDataError(f"{file}: cannot read the file as Parquet: {exc}") from None
+    return _Footer(file, parquet.schema_arrow, parquet.metadata.num_rows)
+
+
+def _parquet_column(files: list[Path], name: str) -> Column:
+    """One column of the files, streamed row group by row group; text comes
+    dictionary-encoded (straight from the Parquet dictionary pages)."""
+
+    def chunks() -> Iterator[pa.Array]:
+        for file in files:
+            try:
+                parquet = pq.ParquetFile(file, read_dictionary=[name])
+                for group in range(parquet.num_row_groups):
+                    column = parquet.read_row_group(group, columns=[name]).column(0)
+                    yield from (normalise(chunk) for chunk in column.chunks)
+            except (pa.ArrowException, OSError) as exc:
+                raise CrowdDataError(f"{file}: cannot read column {name!r}: {exc}") from None
+
+    return Column(chunks)
+
+
+def _parquet_declared(schemas: list[pa.Schema]) -> _Declared:
+    """The crowdlearn metadata shared by all files, or nothing when they carry none."""
+    documents = {(schema.metadata or {}).get(METADATA_KEY) for schema in schemas}
+    if len(documents) > 1:
+        raise CrowdDataError("the files carry different crowdlearn metadata; read them apart")
+    raw = documents.pop()
+    if raw is None:
+        return _Declared()
+    try:
+        document = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CrowdDataError(f"the crowdlearn metadata is not valid JSON: {exc}") from None
+    if not isinstance(document, dict) or "classes" not in document:
+        raise CrowdDataError("the crowdlearn metadata must be a JSON object with 'classes'")
+    return _Declared(
+        task_ids=_optional_ids(document, "task_ids"),
+        worker_ids=_optional_ids(document, "worker_ids"),
+        classes=json_ids(document["classes"], "classes"),
+        n_tasks=json_count(document, "n_tasks"),
+        n_workers=json_count(document, "n_workers"),
+        anonymous=document.get("anonymous") is True,
+        unannotated_truth=document.get("unannotated_truth"),
+    )
+
+
+def _optional_ids(document: dict, key: str) -> list | None:
+    return json_ids(document[key], key) if key in document else None
+
+
+def _check_counts(data: CrowdData, declared: _Declared) -> None:
+    """The numbers of tasks and workers found must match the metadata."""
+    found = {"tasks": data.n_tasks, "workers": data.n_workers}
+    expected = {"tasks": declared.n_tasks, "workers": declared.n_workers}
+    for what, n in expected.items():
+        if n is not None and n != found[what] and not (what == "workers" and data.is_anonymous):
+            raise CrowdDataError(
+                f"the metadata declares {n} {what} but the rows have {found[what]}; "
+                "the file was changed after it was written"
+            )
+
+
+# ---------------------------------------------------------------------------- shared
+
+
+def _require_columns(
+    present: Sequence[str], task: str, worker: str | None, label: str, where: str = ""
+) -> None:
+    missing = [name for name in (task, worker, label) if name is not None and name not in present]
+    if not missing:
+        return
+    hint = ""
+    if worker in missing:
+        hint = "; for anonymous annotations (no worker column) pass worker=None"
+    raise CrowdDataError(
+        f"missing column(s) {show(missing)}{where}; the columns are {show(list(present), 20)}"
+        f"{hint}"
+    )
+
+
+def _assemble(
+    load: Callable[[str], Column],
+    *,
+    task: str,
+    worker: str | None,
+    label: str,
+    truth: str | None,
+    as_text: bool,
+    declared: _Declared,
+    duplicates: DuplicatePolicy,
+) -> CrowdData:
+    """Encode the columns one at a time (``load`` gives a column by name) into CrowdData."""
+    task_codes, task_ids = _encode_one(load, task, "task", as_text, declared.task_ids)
+    worker_codes, worker_ids = None, None
+    if worker is not None:
+        worker_codes, worker_ids = _encode_one(
+            load, worker, "worker", as_text, declared.worker_ids
+        )
+    label_columns = [load(label)] if truth is None else [load(label), load(truth)]
+    codes, classes = encode(label_columns, "class", as_text=as_text, declared=declared.classes)
+    label_codes = codes[0]
+    _refuse_missing(label_codes, label)
+    truth_codes = None
+    if truth is not None:
+        truth_codes, conflicts = truth_by_task(task_codes, codes[1], len(task_ids))
+        if len(conflicts):
+            raise CrowdDataError(
+                f"the {truth!r} column disagrees within tasks {show(task_ids[conflicts])}"
+            )
+        if declared.unannotated_truth:
+            _add_unannotated_truth(truth_codes, declared.unannotated_truth)
+    del codes
+    pa.default_memory_pool().release_unused()
+    return CrowdData(
+        task_codes,
+        worker_codes,
+        label_codes,
+        task_ids=task_ids,
+        worker_ids=worker_ids,
+        classes=classes,
+        truth=truth_codes,
+        duplicates=duplicates,
+    )
+
+
+def _encode_one(
+    load: Callable[[str], Column],
+    column: str,
+    what: str,
+    as_text: bool,
+    declared: list | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Codes and ids of one required column; Arrow's freed memory goes back to the system."""
+    (codes,), ids = encode([load(column)], what, as_text=as_text, declared=declared)
+    pa.default_memory_pool().release_unused()
+    _refuse_missing(codes, column)
+    return codes, ids
+
+
+def _refuse_missing(codes: np.ndarray, column: str) -> None:
+    rows = missing_rows(codes)
+    if len(rows):
+        raise CrowdDataError(
+            f"column {column!r} has {len(rows)} empty (missing) value(s) at rows {show(rows)} "
+            "(rows count from 0 after the header)"
+        )
+
+
+def _add_unannotated_truth(truth: np.ndarray, pairs: Any) -> None:
+    """Set the metadata's truth of tasks without annotations, in place."""
+    try:
+        pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    except (TypeError, ValueError):
+        raise CrowdDataError(
+            "metadata 'unannotated_truth' must be a list of [task code, class code] pairs"
+        ) from None
+    tasks = pairs[:, 0]
+    if np.any((tasks < 0) | (tasks >= len(truth))):
+        raise CrowdDataError(
+            f"metadata 'unannotated_truth' names unknown task codes {show(tasks)}"
+        )
+    truth[tasks] = pairs[:, 1]
