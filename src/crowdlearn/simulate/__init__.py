@@ -1,0 +1,60 @@
+"""Reproducible simulated crowds with a known truth.
+
+Every simulator takes a ``seed`` (same seed, same crowd) and returns a
+:class:`~crowdlearn.CrowdData` with ``truth`` set, or ``(data, info)`` with
+``return_info=True`` where ``info`` is a :class:`SimulationInfo` holding the confusion
+matrix of each worker, the worker groups and task difficulties.
+
+- peerannot's strategies (Lefort et al., Computo 2023, section 3.2):
+  :func:`independent_confusion`, :func:`hammer_spammer`, :func:`student_teacher`,
+  :func:`discrete_difficulty`;
+- the CMM paper's simulated Setup (1) (Mena and Ñanculef, CIARP 2019, section 5):
+  :func:`cmm_gaussians`;
+- a crowd of behaviour groups on a real data set: :func:`crowd_on_features`, and class
+  imbalance by subsampling: :func:`make_imbalanced`.
+
+:data:`STRATEGIES` maps the command-line names to the simulators that need no data.
+"""
+
+from collections.abc import Callable
+
+from crowdlearn.simulate._groups import GROUP_DEFAULTS
+from crowdlearn.simulate._result import SimulationInfo
+from crowdlearn.simulate.cmm import DEFAULT_NOISE_LEVELS, cmm_gaussians
+from crowdlearn.simulate.features import (
+    DEFAULT_GROUPS,
+    allocate_groups,
+    crowd_on_features,
+    make_imbalanced,
+)
+from crowdlearn.simulate.peerannot import (
+    discrete_difficulty,
+    hammer_spammer,
+    independent_confusion,
+    student_teacher,
+)
+
+#: Command-line name of each simulator that needs no data set.
+STRATEGIES: dict[str, Callable[..., object]] = {
+    "independent-confusion": independent_confusion,
+    "hammer-spammer": hammer_spammer,
+    "student-teacher": student_teacher,
+    "discrete-difficulty": discrete_difficulty,
+    "cmm-gaussians": cmm_gaussians,
+}
+
+__all__ = [
+    "DEFAULT_GROUPS",
+    "DEFAULT_NOISE_LEVELS",
+    "GROUP_DEFAULTS",
+    "STRATEGIES",
+    "SimulationInfo",
+    "allocate_groups",
+    "cmm_gaussians",
+    "crowd_on_features",
+    "discrete_difficulty",
+    "hammer_spammer",
+    "independent_confusion",
+    "make_imbalanced",
+    "student_teacher",
+]
