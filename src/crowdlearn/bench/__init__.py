@@ -1,0 +1,13 @@
+"""Named, reproducible experiments: ``crowdlearn bench NAME [--quick] [--seeds N] [--out DIR]``.
+
+Each benchmark returns a table of raw results; :func:`run` writes it to DIR as
+``NAME.csv`` (raw rows) and ``NAME.md`` (a markdown table headed by the command, the
+date and the machine), plus any figures the benchmark makes. BENCHMARKS.md quotes
+those markdown files. ``--quick`` runs a small version of the same experiment for
+smoke tests.
+"""
+
+from crowdlearn.bench import read_parquet  # noqa: F401  (registers the benchmark)
+from crowdlearn.bench._registry import BENCHMARKS, BenchResult, machine_description, run
+
+__all__ = ["BENCHMARKS", "BenchResult", "machine_description", "run"]

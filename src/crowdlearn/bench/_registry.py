@@ -1,0 +1,104 @@
+"""The benchmark registry and the writer of their outputs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from crowdlearn._atomic import atomic_open
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """What a benchmark produced: raw rows, the markdown table to publish, and notes
+    (targets, caveats) printed under the table."""
+
+    raw: pd.DataFrame
+    table: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    description: str
+    function: Callable[[Path, bool, int], BenchResult]
+
+
+BENCHMARKS: dict[str, Benchmark] = {}
+
+
+def register(name: str, description: str) -> Callable:
+    """Decorator adding a benchmark ``function(out_dir, quick, seeds)`` to the registry."""
+
+    def decorate(function: Callable[[Path, bool, int], BenchResult]) -> Callable:
+        BENCHMARKS[name] = Benchmark(name, description, function)
+        return function
+
+    return decorate
+
+
+def machine_description() -> str:
+    """Cores, CPU model and Python version of this machine, for result headers."""
+    model = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{cores} cores, {model}, Python {platform.python_version()}"
+
+
+def markdown_table(table: pd.DataFrame) -> str:
+    """A GitHub markdown table; floats with 3 significant digits."""
+
+    def cell(value: object) -> str:
+        if isinstance(value, float):
+            return f"{value:.3g}"
+        return str(value)
+
+    header = "| " + " | ".join(str(c) for c in table.columns) + " |"
+    rule = "|" + "|".join("---" for _ in table.columns) + "|"
+    rows = [
+        "| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)
+    ]
+    return "\n".join([header, rule, *rows])
+
+
+def run(name: str, out: str | os.PathLike[str], quick: bool = False, seeds: int = 1) -> Path:
+    """Run a benchmark and write NAME.csv and NAME.md into ``out``; returns the .md path."""
+    from crowdlearn.data import CrowdDataError
+
+    if name not in BENCHMARKS:
+        raise CrowdDataError(f"unknown benchmark {name!r}; known: {sorted(BENCHMARKS)}")
+    if seeds < 1:
+        raise CrowdDataError(f"seeds must be at least 1, got {seeds}")
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result = BENCHMARKS[name].function(out_dir, quick, seeds)
+    with atomic_open(out_dir / f"{name}.csv") as handle:
+        result.raw.to_csv(handle, index=False)
+    command = f"crowdlearn bench {name}{' --quick' if quick else ''} --seeds {seeds} --out {out}"
+    lines = [
+        f"## {name}{' (quick)' if quick else ''}",
+        "",
+        f"- command: `{command}`",
+        f"- date: {dt.date.today().isoformat()}",
+        f"- machine: {machine_description()}",
+        "",
+        markdown_table(result.table),
+        "",
+        *[f"- {note}" for note in result.notes],
+    ]
+    report = out_dir / f"{name}.md"
+    with atomic_open(report) as handle:
+        handle.write("\n".join(lines).rstrip() + "\n")
+    return report

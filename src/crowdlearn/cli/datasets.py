@@ -1,0 +1,95 @@
+"""``crowdlearn datasets``: the registry of real crowd datasets."""
+
+from __future__ import annotations
+
+import click
+
+from crowdlearn.cli._app import cli
+
+ROOT_OPTION = click.option(
+    "--root",
+    type=click.Path(file_okay=False),
+    help="Dataset directory (default: $CROWDLEARN_DATA, else the user cache directory).",
+)
+
+
+@cli.group()
+def datasets() -> None:
+    """List, describe, download and export the named real datasets."""
+
+
+@datasets.command("list")
+def list_() -> None:
+    """One line per dataset: sizes and what it has."""
+    from crowdlearn import datasets as registry
+
+    click.echo(
+        f"{'name':14s} {'tasks':>7s} {'workers':>8s} {'labels':>8s} {'K':>3s}  "
+        "features truth  title"
+    )
+    for name in registry.list():
+        info = registry.info(name)
+        workers = "-" if info.n_workers is None else str(info.n_workers)
+        labels = "-" if info.n_annotations is None else str(info.n_annotations)
+        click.echo(
+            f"{name:14s} {info.n_tasks:>7d} {workers:>8s} {labels:>8s} {info.n_classes:>3d}  "
+            f"{'yes' if info.has_features else 'no':8s} {'yes' if info.has_truth else 'no':5s}  "
+            f"{info.title}"
+        )
+
+
+@datasets.command()
+@click.argument("name")
+def info(name: str) -> None:
+    """Describe dataset NAME: source, citation, license, files and checksums."""
+    from crowdlearn import datasets as registry
+
+    details = registry.info(name)
+    click.echo(f"{details.name}: {details.title}\n")
+    click.echo(details.description.strip() + "\n")
+    click.echo(f"citation: {details.citation}")
+    click.echo(f"license:  {details.license}")
+    if details.class_names:
+        click.echo(f"classes:  {', '.join(details.class_names)}")
+    click.echo("files (sha256, source):")
+    for path, digest in details.files.items():
+        click.echo(f"  {path}\n    {digest}\n    {details.sources.get(path, '-')}")
+
+
+@datasets.command()
+@click.argument("name")
+@ROOT_OPTION
+@click.option(
+    "--mirror",
+    help="Base URL to download from instead of the recorded sources (e.g. file:///path/to/copy).",
+)
+@click.option("--force", is_flag=True, help="Download files even when already present.")
+def fetch(name: str, root: str | None, mirror: str | None, force: bool) -> None:
+    """Download dataset NAME into the dataset directory, checking every file's sha256."""
+    from crowdlearn import datasets as registry
+
+    destination = registry.fetch(name, root=root, mirror=mirror, force=force)
+    click.echo(f"{name}: files ready under {destination}")
+
+
+@datasets.command()
+@click.argument("name")
+@click.option("-o", "--output", required=True, type=click.Path(), help="Destination path.")
+@click.option(
+    "--format",
+    "format_",
+    type=click.Choice(["csv", "parquet", "peerannot", "matrix"]),
+    help="Output format (default: from the output's name).",
+)
+@ROOT_OPTION
+def export(name: str, output: str, format_: str | None, root: str | None) -> None:
+    """Write the training annotations of dataset NAME in a file format."""
+    from crowdlearn import datasets as registry
+    from crowdlearn.data import CrowdDataError
+    from crowdlearn.io import write
+
+    dataset = registry.load(name, root=root)
+    if dataset.train is None:
+        raise CrowdDataError(f"dataset {name!r} has features only, no annotations to export")
+    write(dataset.train, output, format=format_)
+    click.echo(f"{dataset.train} -> {output}")

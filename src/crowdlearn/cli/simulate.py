@@ -1,0 +1,199 @@
+"""``crowdlearn simulate``: reproducible simulated crowds written to disk."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+
+from crowdlearn._atomic import atomic_open, atomic_path
+from crowdlearn.cli._app import cli
+from crowdlearn.data import CrowdDataError
+
+FEATURE_STRATEGY = "crowd-on-features"
+STRATEGY_NAMES = (
+    "independent-confusion",
+    "hammer-spammer",
+    "student-teacher",
+    "discrete-difficulty",
+    "cmm-gaussians",
+    FEATURE_STRATEGY,
+)
+OUTPUT_FILES = {"parquet": "annotations.parquet", "csv": "annotations.csv"}
+#: --n-worker is the number of workers everywhere; some simulators name it differently.
+WORKER_OPTION_NAMES = {
+    "cmm-gaussians": {"n_worker": "n_annotators"},
+    FEATURE_STRATEGY: {"n_worker": "n_workers"},
+}
+
+
+def _parse_groups(text: str | None) -> dict[str, float] | None:
+    """``expert=0.2,spammer=0.8`` -> {"expert": 0.2, "spammer": 0.8}."""
+    if text is None:
+        return None
+    groups = {}
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        try:
+            groups[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise CrowdDataError(f"--groups expects name=proportion pairs, got {part!r}")
+    return groups
+
+
+def _feature_source(name: str, root: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """Features and labels to simulate a crowd on: sklearn's digits or a registry dataset."""
+    if name == "digits":
+        from sklearn.datasets import load_digits
+
+        return load_digits(return_X_y=True)
+    from crowdlearn import datasets as registry
+
+    dataset = registry.load(name, root=root)
+    if dataset.pool is not None:
+        return dataset.pool
+    if dataset.train is None or dataset.train.features is None or dataset.train.truth is None:
+        raise CrowdDataError(f"dataset {name!r} has no features with known labels")
+    return dataset.train.features, dataset.train.truth
+
+
+def _call_with(function: Any, options: dict[str, Any], strategy: str) -> Any:
+    """Call a simulator with the options the user set, refusing ones it does not take."""
+    accepted = inspect.signature(function).parameters
+    given = {k: v for k, v in options.items() if v is not None}
+    unknown = [k for k in given if k not in accepted]
+    if unknown:
+        flags = ", ".join("--" + k.replace("_", "-") for k in unknown)
+        raise CrowdDataError(f"{flags}: not an option of strategy {strategy!r}")
+    return function(**given, return_info=True)
+
+
+def _write_outputs(data: Any, info: Any, folder: Path, output_format: str, strategy: str) -> None:
+    from crowdlearn.io import write
+
+    if output_format == "peerannot":
+        write(data, folder, format="peerannot")
+    else:
+        write(data, folder / OUTPUT_FILES[output_format], format=output_format)
+    with atomic_path(folder / "matrices.npy") as tmp, open(tmp, "wb") as handle:
+        np.save(handle, info.confusions)
+    details = {
+        "strategy": strategy,
+        "params": {k: v for k, v in info.params.items() if _is_json(v)},
+        "worker_group": None if info.worker_group is None else list(map(str, info.worker_group)),
+        "task_difficulty": None
+        if info.task_difficulty is None
+        else list(map(str, info.task_difficulty)),
+    }
+    with atomic_open(folder / "simulation.json") as handle:
+        json.dump(details, handle, indent=1)
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except TypeError:
+        return False
+    return True
+
+
+@cli.command()
+@click.argument("strategy", type=click.Choice(STRATEGY_NAMES))
+@click.option(
+    "-o", "--output", required=True, type=click.Path(file_okay=False), help="Output folder."
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["peerannot", "parquet", "csv"]),
+    default="peerannot",
+    show_default=True,
+    help="peerannot: answers.json + metadata.json + ground_truth.npy; parquet/csv: "
+    "annotations.parquet/.csv with a truth column.",
+)
+@click.option("--seed", default=0, show_default=True, help="Random seed.")
+@click.option("--n-worker", type=int, help="Number of workers (annotators).")
+@click.option("--n-task", type=int, help="Number of tasks.")
+@click.option("--n-classes", "-K", type=int, help="Number of classes.")
+@click.option("--feedback", type=int, help="Labels per task.")
+@click.option("--workerload", type=int, help="Upper bound on tasks per worker.")
+@click.option(
+    "--imbalance-votes",
+    is_flag=True,
+    default=None,
+    help="Draw each task's number of labels uniformly in 1..feedback.",
+)
+@click.option(
+    "--ratio",
+    type=float,
+    help="Share of spammers (hammer-spammer), students (student-teacher) or good "
+    "workers (discrete-difficulty).",
+)
+@click.option(
+    "--ratio-diff", type=float, help="Ratio of easy to hard tasks (discrete-difficulty)."
+)
+@click.option(
+    "--random", type=float, help="Probability of an unanswerable task (discrete-difficulty)."
+)
+@click.option("--n-per-class", type=int, help="Points per class (cmm-gaussians).")
+@click.option("--mean-labels", type=float, help="Mean labels per point (cmm-gaussians).")
+@click.option(
+    "--dataset",
+    default="digits",
+    show_default=True,
+    help="Features to label (crowd-on-features): 'digits' or a registry dataset with features.",
+)
+@click.option("--root", type=click.Path(file_okay=False), help="Dataset directory for --dataset.")
+@click.option(
+    "--groups",
+    help="Worker groups and shares (crowd-on-features), e.g. expert=0.2,inexpert=0.5,spammer=0.3.",
+)
+@click.option("--labels-per-task", type=float, help="Labels per task (crowd-on-features).")
+@click.option("--poisson", is_flag=True, help="Labels per task are 1 + Poisson(mean - 1).")
+@click.option("--load-skew", type=float, help="Power-law exponent of worker load.")
+@click.option(
+    "--imbalance-ratio", type=float, help="Subsample classes to this largest/smallest size ratio."
+)
+def simulate(
+    strategy: str,
+    output: str,
+    output_format: str,
+    seed: int,
+    dataset: str,
+    root: str | None,
+    groups: str | None,
+    poisson: bool,
+    **options: Any,
+) -> None:
+    """Simulate a crowd with STRATEGY and write it to the output folder.
+
+    Strategies follow peerannot (independent-confusion, hammer-spammer, student-teacher,
+    discrete-difficulty) and the CMM paper's Setup (1) (cmm-gaussians);
+    crowd-on-features labels real features with groups of simulated workers. Also
+    written: matrices.npy (the confusion matrix of each worker) and simulation.json
+    (parameters, worker groups, task difficulties).
+    """
+    from crowdlearn import simulate as simulators
+
+    options["seed"] = seed
+    for old, new in WORKER_OPTION_NAMES.get(strategy, {}).items():
+        options[new] = options.pop(old)
+    if strategy == FEATURE_STRATEGY:
+        features, labels = _feature_source(dataset, root)
+        options["groups"] = _parse_groups(groups)
+        options["labels_per_task_dist"] = "poisson" if poisson else None
+        function = functools.partial(simulators.crowd_on_features, features, labels)
+    else:
+        function = simulators.STRATEGIES[strategy]
+    data, info = _call_with(function, options, strategy)
+    folder = Path(output)
+    folder.mkdir(parents=True, exist_ok=True)
+    _write_outputs(data, info, folder, output_format, strategy)
+    click.echo(f"{strategy}: {data} -> {folder}")
