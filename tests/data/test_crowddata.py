@@ -111,6 +111,22 @@ def test_from_frame_with_custom_columns_and_truth_column():
     assert data.n_workers == 2
 
 
+@pytest.mark.parametrize(
+    ("labels", "truth"),
+    [
+        ([2**53 + 1, 5, 5], [5, None, 2**53 + 1]),
+        ([True, False, True], [True, None, False]),
+        (["a", "b", "b"], ["b", None, "a"]),
+    ],
+)
+def test_to_frame_truth_column_round_trips_exactly(labels, truth):
+    # A float column would round int ids above 2**53; nullable dtypes keep them exact.
+    data = CrowdData.from_arrays([0, 1, 2], [0, 0, 0], labels, truth=truth)
+    frame = data.to_frame(truth=True)
+    assert frame["truth"].isna().tolist() == [False, True, False]
+    assert CrowdData.from_frame(frame, truth="truth") == data
+
+
 def test_from_matrix_keeps_empty_worker_columns():
     answers = np.array([[0, -1, -1], [-1, -1, 2], [1, -1, 1]])
     data = CrowdData.from_matrix(answers, truth=[0, 2, 1])

@@ -118,3 +118,16 @@ def test_peerannot_round_trip(data):
 @given(crowds(matrix=True))
 def test_matrix_round_trip(data):
     assert round_trip(data, "answers.txt", n_classes=data.n_classes) == data
+
+
+@SETTINGS
+@given(st.booleans().flatmap(lambda anonymous: crowds(csv=True, anonymous=anonymous)))
+def test_crowdkit_dataframe_round_trip(data):
+    """crowd-kit's layout: a (task, worker, label) DataFrame, truth as a column."""
+    frame = data.to_frame(truth=data.has_truth)
+    options = {
+        "worker": None if data.is_anonymous else "worker",
+        "truth": "truth" if data.has_truth else None,
+    }
+    assert CrowdData.from_frame(frame, **options) == data
+    assert read(frame, **options) == data  # read() dispatches DataFrames to from_frame

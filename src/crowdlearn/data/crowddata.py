@@ -665,8 +665,22 @@ class CrowdData:
             columns["worker"] = self.worker_ids[self.worker]
         columns["label"] = self.classes[self.label]
         if truth:
-            columns["truth"] = self.truth_series().reindex(columns["task"]).to_numpy()
+            columns["truth"] = self._truth_column()
         return pd.DataFrame(columns)
+
+    def _truth_column(self) -> Any:
+        """Each annotation's task truth; nullable dtypes keep int and bool classes exact
+        where some truth is missing (a float column would round ids above 2**53)."""
+        codes = np.full(self.n_annotations, -1) if self.truth is None else self.truth[self.task]
+        known = codes >= 0
+        values = self.classes[np.where(known, codes, 0)]
+        if self.classes.dtype.kind == "b":
+            return pd.arrays.BooleanArray(values, ~known)
+        if self.classes.dtype.kind in "iu":
+            return pd.arrays.IntegerArray(values.astype(np.int64), ~known)
+        column = values.astype(object)
+        column[~known] = None
+        return column
 
     def truth_series(self) -> pd.Series:
         """Known truth as a Series of class ids indexed by task id."""
