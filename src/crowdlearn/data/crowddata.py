@@ -423,16 +423,38 @@ class CrowdData:
         )
 
     @classmethod
-    def from_answers_json(cls, path: str | os.PathLike[str], **kwargs: Any) -> CrowdData:
+    def from_answers_json(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        features: Any = None,
+        truth: Any = None,
+        **kwargs: Any,
+    ) -> CrowdData:
         """Read a peerannot ``answers.json`` (``{task: {worker: label}}``).
 
         The ``metadata.json`` beside it, when present, gives the number of classes,
-        tasks and workers, and a ground-truth file beside it gives the truth. See
-        :func:`crowdlearn.io.read_peerannot` for the options.
+        tasks and workers; a ground-truth file (``ground_truth.npy`` / ``.json``) and
+        ``features.npy`` beside it give the truth and the features.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The ``answers.json`` file, or the folder holding it.
+        features : array or DataFrame, optional
+            Features to use instead of ``features.npy`` (as in :meth:`with_features`).
+        truth : array-like, Mapping or Series, optional
+            Truth to use instead of the ground-truth file (as in :meth:`with_truth`).
+        **kwargs
+            Reader options of :func:`crowdlearn.io.read_answers_json` (``metadata``,
+            ``duplicates``).
         """
         from crowdlearn.io.peerannot import read_answers_json
 
-        return read_answers_json(path, **kwargs)
+        data = read_answers_json(path, truth=truth is None, **kwargs)
+        if features is not None:
+            data = data.with_features(features)
+        return data if truth is None else data.with_truth(truth)
 
     # ------------------------------------------------------------------ sizes
 
