@@ -48,3 +48,17 @@ def test_quick_benchmark_writes_csv_and_markdown(tmp_path):
     raw = pd.read_csv(tmp_path / "read-parquet.csv")
     assert len(raw) == 4 and (raw["n_annotations"] == 200_000).all()
     assert sorted(set(raw["ids"])) == ["int64", "string"]
+
+
+def test_benchmarks_md_section_is_written_and_replaced(tmp_path):
+    from crowdlearn.bench._registry import update_section
+
+    target = tmp_path / "BENCHMARKS.md"
+    target.write_text("# Benchmarks\n\nintro\n")
+    update_section(target, "x", "## x\nfirst\n")
+    update_section(target, "y", "## y\nother\n")
+    update_section(target, "x", "## x\nsecond\n")
+    text = target.read_text()
+    assert text.startswith("# Benchmarks\n\nintro\n")
+    assert "second" in text and "first" not in text and "other" in text
+    assert text.count("<!-- bench:x -->") == 1

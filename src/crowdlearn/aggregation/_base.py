@@ -1,15 +1,18 @@
-"""What every aggregator shares: the estimator contract, tie-breaking, pandas adapters."""
+"""What every aggregator shares: the estimator contract, tie-breaking, pandas adapters,
+and the iteration loop of the iterative methods."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import time
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
+from tqdm.auto import tqdm
 
-from crowdlearn.data import CrowdData
+from crowdlearn.data import CrowdData, CrowdDataError
 
 TieBreak = Literal["random", "lowest"]
 
@@ -17,32 +20,46 @@ TieBreak = Literal["random", "lowest"]
 class BaseAggregator(BaseEstimator):
     """Base class of feature-blind aggregators (scikit-learn estimator contract).
 
-    Subclasses implement ``_fit(data)``, which sets ``probas_`` (n_tasks, K) and may
-    set more learned attributes; this class derives ``labels_`` from ``probas_``
-    with the tie policy, and provides ``predict``/``predict_proba`` and the pandas
-    adapters ``fit_predict``/``fit_predict_proba``.
+    Subclasses implement ``_fit(data, **fit_params)``, which sets ``probas_``
+    (n_tasks, K) and any other learned attribute; this class derives ``labels_`` from
+    ``probas_`` with the tie policy, records ``classes_``, ``task_ids_`` and
+    ``worker_ids_``, and provides ``predict``/``predict_proba`` and the pandas adapters
+    ``fit_predict``/``fit_predict_proba``.
 
     Aggregation is transductive: ``predict`` and ``predict_proba`` return results for
     the tasks of the data given to ``fit`` and take no argument.
+
+    ``worker_attributes`` names the learned per-worker arrays (first axis = worker
+    code), ``task_attributes`` the per-task ones; the CLI writes them keyed by id.
     """
 
     tie_break: TieBreak
     random_state: int | None
+    worker_attributes: ClassVar[tuple[str, ...]] = ()
+    task_attributes: ClassVar[tuple[str, ...]] = ()
+    #: False for methods that need worker identities (they refuse anonymous data).
+    accepts_anonymous: ClassVar[bool] = True
 
-    def fit(self, data: CrowdData) -> BaseAggregator:
+    def fit(self, data: CrowdData, **fit_params: Any) -> BaseAggregator:
         """Infer the labels of the tasks in ``data``; returns ``self``."""
         if not isinstance(data, CrowdData):
             raise TypeError(
                 f"{type(self).__name__}.fit expects a CrowdData, got {type(data).__name__}; "
                 "use fit_predict(df) for a (task, worker, label) DataFrame"
             )
-        self._fit(data)
+        if data.is_anonymous and not self.accepts_anonymous:
+            raise CrowdDataError(
+                f"{type(self).__name__} models each worker and needs worker ids; the data "
+                "are anonymous (use MajorityVote or NaiveSoft, or the CMM learner)"
+            )
+        self._fit(data, **fit_params)
         self.labels_ = break_ties(self.probas_, self.tie_break, self.random_state)
         self.classes_ = data.classes
         self.task_ids_ = data.task_ids
+        self.worker_ids_ = data.worker_ids
         return self
 
-    def _fit(self, data: CrowdData) -> None:
+    def _fit(self, data: CrowdData, **fit_params: Any) -> None:
         raise NotImplementedError
 
     def predict_proba(self) -> np.ndarray:
@@ -55,26 +72,26 @@ class BaseAggregator(BaseEstimator):
         self._check_fitted()
         return self.labels_
 
-    def fit_predict(self, data: CrowdData | pd.DataFrame, **frame_options: Any) -> Any:
+    def fit_predict(self, data: CrowdData | pd.DataFrame, **fit_params: Any) -> Any:
         """Fit and return hard labels.
 
-        A CrowdData gives an array of class codes; a (task, worker, label) DataFrame
-        gives a Series of class ids indexed by task id (``frame_options`` go to
-        :meth:`CrowdData.from_frame`), the crowd-kit convention.
+        A CrowdData gives an array of class codes; a DataFrame with columns ``task``,
+        ``worker`` and ``label`` gives a Series of class ids indexed by task id (the
+        crowd-kit convention). ``fit_params`` go to :meth:`fit` (e.g. ``gold=``).
         """
-        crowd = _as_crowd_data(data, frame_options)
-        labels = self.fit(crowd).labels_
+        crowd = _as_crowd_data(data)
+        labels = self.fit(crowd, **fit_params).labels_
         if crowd is data:
             return labels
         return pd.Series(
             crowd.classes[labels], index=pd.Index(crowd.task_ids, name="task"), name="label"
         )
 
-    def fit_predict_proba(self, data: CrowdData | pd.DataFrame, **frame_options: Any) -> Any:
+    def fit_predict_proba(self, data: CrowdData | pd.DataFrame, **fit_params: Any) -> Any:
         """Fit and return class probabilities: an array for a CrowdData, a DataFrame
         indexed by task id with one column per class for a DataFrame."""
-        crowd = _as_crowd_data(data, frame_options)
-        probas = self.fit(crowd).probas_
+        crowd = _as_crowd_data(data)
+        probas = self.fit(crowd, **fit_params).probas_
         if crowd is data:
             return probas
         return pd.DataFrame(
@@ -88,9 +105,83 @@ class BaseAggregator(BaseEstimator):
             raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit(data)")
 
 
-def _as_crowd_data(data: CrowdData | pd.DataFrame, frame_options: dict[str, Any]) -> CrowdData:
+class IterativeAggregator(BaseAggregator):
+    """Base class of iterative aggregators: it owns the loop, subclasses own the steps.
+
+    ``fit`` calls ``_initialize(data, **fit_params)`` (which must set an initial
+    ``probas_``), then alternates ``_m_step(data)`` (parameters from the current
+    posteriors) and ``_e_step(data)`` (posteriors from the parameters; it returns the
+    objective the method maximises, usually the log-likelihood of the annotations)
+    until the objective per annotation changes by less than ``tol`` or ``max_iter``
+    iterations have run. Because the E-step comes last, ``probas_`` are always the
+    posteriors under the final parameters.
+
+    Subclasses define ``max_iter``, ``tol`` and ``progress`` in ``__init__``.
+
+    Attributes set by ``fit``
+    -------------------------
+    history_ : DataFrame
+        One row per iteration: ``iteration``, ``objective`` (per annotation),
+        ``change`` and ``seconds`` since the start of the fit.
+    n_iter_ : int
+        Iterations run.
+    converged_ : bool
+        Whether the tolerance was reached before ``max_iter``.
+    """
+
+    max_iter: int
+    tol: float
+    progress: bool
+
+    def _initialize(self, data: CrowdData, **fit_params: Any) -> None:
+        raise NotImplementedError
+
+    def _m_step(self, data: CrowdData) -> None:
+        raise NotImplementedError
+
+    def _e_step(self, data: CrowdData) -> float:
+        raise NotImplementedError
+
+    def _fit(self, data: CrowdData, **fit_params: Any) -> None:
+        if self.max_iter < 1:
+            raise ValueError(f"max_iter must be at least 1, got {self.max_iter}")
+        start = time.perf_counter()
+        self._initialize(data, **fit_params)
+        rows = []
+        previous = -np.inf
+        self.converged_ = False
+        bar = tqdm(
+            range(1, self.max_iter + 1),
+            desc=type(self).__name__,
+            unit="it",
+            disable=not self.progress,
+            leave=False,
+        )
+        for iteration in bar:
+            self._m_step(data)
+            objective = float(self._e_step(data)) / data.n_annotations
+            change = objective - previous
+            rows.append(
+                {
+                    "iteration": iteration,
+                    "objective": objective,
+                    "change": change,
+                    "seconds": time.perf_counter() - start,
+                }
+            )
+            bar.set_postfix(objective=f"{objective:.6f}")
+            if abs(change) < self.tol:
+                self.converged_ = True
+                break
+            previous = objective
+        bar.close()
+        self.n_iter_ = len(rows)
+        self.history_ = pd.DataFrame(rows, columns=["iteration", "objective", "change", "seconds"])
+
+
+def _as_crowd_data(data: CrowdData | pd.DataFrame) -> CrowdData:
     if isinstance(data, pd.DataFrame):
-        return CrowdData.from_frame(data, **frame_options)
+        return CrowdData.from_frame(data)
     return data
 
 
@@ -116,3 +207,24 @@ def break_ties(scores: np.ndarray, tie_break: TieBreak, random_state: int | None
     # draw among the tied classes, vectorised over all tasks.
     keys = np.random.default_rng(random_state).random(scores.shape)
     return np.where(is_max, keys, -1.0).argmax(axis=1)
+
+
+def float_dtype(dtype: Any) -> np.dtype:
+    """The computation dtype of an estimator: float64 (default) or float32."""
+    resolved = np.dtype(dtype)
+    if resolved not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
+    return resolved
+
+
+def gold_codes(data: CrowdData, gold: Any) -> np.ndarray | None:
+    """Known true classes (codes, -1 unknown) from gold labels in the user's ids.
+
+    ``gold`` is a Mapping or Series keyed by task id, or an array aligned with the
+    task codes (None/NaN, or -1 when -1 is not a class, marks unknown); None gives
+    None.
+    """
+    if gold is None:
+        return None
+    codes = data.with_truth(gold).truth
+    return None if codes is None else codes.astype(np.int64)

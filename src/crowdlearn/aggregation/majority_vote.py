@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crowdlearn.aggregation._base import BaseAggregator, TieBreak
+from crowdlearn.aggregation._base import BaseAggregator, TieBreak, break_ties
 from crowdlearn.data import CrowdData
 
 
@@ -56,15 +56,10 @@ class MajorityVote(BaseAggregator):
         self.tie_break = tie_break
         self.random_state = random_state
 
-    def fit(self, data: CrowdData) -> MajorityVote:
-        """Count the votes of each task and pick the majority class; returns ``self``."""
-        super().fit(data)
-        self.probas_ = np.eye(data.n_classes)[self.labels_]
-        return self
-
     def _fit(self, data: CrowdData) -> None:
         self.vote_counts_ = data.vote_counts.toarray()
-        self.probas_ = self.vote_counts_.astype(np.float64)
+        majority = break_ties(self.vote_counts_, self.tie_break, self.random_state)
+        self.probas_ = np.eye(data.n_classes)[majority]
 
 
 class NaiveSoft(BaseAggregator):

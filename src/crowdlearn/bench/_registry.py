@@ -8,20 +8,23 @@ import platform
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from crowdlearn._atomic import atomic_open
+from crowdlearn._atomic import atomic_open, atomic_path
 
 
 @dataclass(frozen=True)
 class BenchResult:
-    """What a benchmark produced: raw rows, the markdown table to publish, and notes
-    (targets, caveats) printed under the table."""
+    """What a benchmark produced: raw rows, the markdown table to publish, notes
+    (targets, caveats) printed under the table, and matplotlib figures saved as
+    ``NAME-<key>.png``."""
 
     raw: pd.DataFrame
     table: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    figures: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -73,8 +76,18 @@ def markdown_table(table: pd.DataFrame) -> str:
     return "\n".join([header, rule, *rows])
 
 
-def run(name: str, out: str | os.PathLike[str], quick: bool = False, seeds: int = 1) -> Path:
-    """Run a benchmark and write NAME.csv and NAME.md into ``out``; returns the .md path."""
+def run(
+    name: str,
+    out: str | os.PathLike[str],
+    quick: bool = False,
+    seeds: int = 1,
+    benchmarks_md: str | os.PathLike[str] | None = None,
+) -> Path:
+    """Run a benchmark and write NAME.csv, NAME.md and its figures into ``out``.
+
+    With ``benchmarks_md``, the markdown is also put in that file (BENCHMARKS.md),
+    replacing the section this benchmark wrote there before. Returns the .md path.
+    """
     from crowdlearn.data import CrowdDataError
 
     if name not in BENCHMARKS:
@@ -86,6 +99,12 @@ def run(name: str, out: str | os.PathLike[str], quick: bool = False, seeds: int 
     result = BENCHMARKS[name].function(out_dir, quick, seeds)
     with atomic_open(out_dir / f"{name}.csv") as handle:
         result.raw.to_csv(handle, index=False)
+    images = []
+    for key, figure in result.figures.items():
+        image = out_dir / f"{name}-{key}.png"
+        with atomic_path(image) as tmp:
+            figure.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
+        images.append(image.name)
     command = f"crowdlearn bench {name}{' --quick' if quick else ''} --seeds {seeds} --out {out}"
     lines = [
         f"## {name}{' (quick)' if quick else ''}",
@@ -97,8 +116,27 @@ def run(name: str, out: str | os.PathLike[str], quick: bool = False, seeds: int 
         markdown_table(result.table),
         "",
         *[f"- {note}" for note in result.notes],
+        *[f"- figure: `{out}/{image}`" for image in images],
     ]
+    text = "\n".join(lines).rstrip() + "\n"
     report = out_dir / f"{name}.md"
     with atomic_open(report) as handle:
-        handle.write("\n".join(lines).rstrip() + "\n")
+        handle.write(text)
+    if benchmarks_md is not None:
+        update_section(Path(benchmarks_md), name, text)
     return report
+
+
+def update_section(path: Path, name: str, text: str) -> None:
+    """Put ``text`` between this benchmark's markers in ``path`` (appended the first time)."""
+    begin, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
+    block = f"{begin}\n{text.rstrip()}\n{end}"
+    current = path.read_text() if path.exists() else "# Benchmarks\n"
+    if begin in current and end in current:
+        head, rest = current.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        updated = head + block + tail
+    else:
+        updated = current.rstrip() + "\n\n" + block + "\n"
+    with atomic_open(path) as handle:
+        handle.write(updated)

@@ -19,8 +19,16 @@ from crowdlearn.cli._app import cli
     type=click.Path(file_okay=False),
     help="Directory for the CSV/markdown outputs.",
 )
+@click.option(
+    "--benchmarks-md",
+    type=click.Path(dir_okay=False),
+    help="Also write the table into this file (e.g. BENCHMARKS.md), replacing the "
+    "section the benchmark wrote there before.",
+)
 @click.option("--list", "list_", is_flag=True, help="List the benchmarks and exit.")
-def bench(name: str | None, quick: bool, seeds: int, out: str, list_: bool) -> None:
+def bench(
+    name: str | None, quick: bool, seeds: int, out: str, benchmarks_md: str | None, list_: bool
+) -> None:
     """Run benchmark NAME, writing NAME.csv (raw results) and NAME.md (table) to --out."""
     from crowdlearn.bench import BENCHMARKS, run
 
@@ -28,6 +36,6 @@ def bench(name: str | None, quick: bool, seeds: int, out: str, list_: bool) -> N
         for benchmark in BENCHMARKS.values():
             click.echo(f"{benchmark.name:20s} {benchmark.description}")
         return
-    report = run(name, out, quick=quick, seeds=seeds)
+    report = run(name, out, quick=quick, seeds=seeds, benchmarks_md=benchmarks_md)
     click.echo(report.read_text())
     click.echo(f"written: {report} and {report.with_suffix('.csv')}")

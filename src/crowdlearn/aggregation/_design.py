@@ -1,0 +1,78 @@
+"""Sparse designs and log-space helpers shared by the aggregation methods.
+
+Every per-iteration computation is a sparse product or a ``np.bincount`` over the
+annotations: O(annotations x classes) time, and no dense task x worker array.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import logsumexp
+
+from crowdlearn.data import CrowdData
+
+#: Smallest probability used where a log would otherwise be taken of zero.
+FLOOR = 1e-10
+
+
+def worker_label_design(data: CrowdData, dtype: np.dtype) -> sp.csr_matrix:
+    """Sparse (n_tasks, n_workers * K) matrix counting, for each task, the annotations
+    of worker ``w`` with label ``l`` in column ``w * K + l``.
+
+    ``design @ M`` sums, per task, the rows of ``M`` (n_workers * K, ...) picked by its
+    annotations; ``design.T @ T`` sums task posteriors ``T`` per (worker, label).
+    """
+    k = data.n_classes
+    index = data.by_task
+    columns = data.worker.astype(np.int64) * k + data.label
+    return sp.csr_matrix(
+        (np.ones(data.n_annotations, dtype=dtype), columns[index.order], index.indptr),
+        shape=(data.n_tasks, data.n_workers * k),
+    )
+
+
+def normalise_log(log_scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise softmax of log scores: the probabilities and each row's log normaliser."""
+    log_norm = logsumexp(log_scores, axis=1)
+    probas = np.exp(log_scores - log_norm[:, None])
+    return probas, log_norm
+
+
+def normalise_rows(counts: np.ndarray, floor: float = FLOOR) -> np.ndarray:
+    """Counts clipped below at ``floor`` and divided by their sum along the last axis."""
+    counts = np.maximum(counts, floor)
+    return counts / counts.sum(axis=-1, keepdims=True)
+
+
+def vote_posteriors(data: CrowdData, dtype: np.dtype, hard: bool = False) -> np.ndarray:
+    """Initial posteriors from the votes: frequencies (naive soft), or with ``hard`` the
+    majority classes (a tie shares the mass equally). Tasks without votes are uniform."""
+    counts = data.vote_counts.toarray().astype(dtype)
+    if hard:
+        counts = (counts == counts.max(axis=1, keepdims=True)).astype(dtype)
+    totals = counts.sum(axis=1, keepdims=True)
+    uniform = np.full_like(counts, 1.0 / data.n_classes)
+    return np.divide(counts, totals, out=uniform, where=totals > 0)
+
+
+def class_priors(probas: np.ndarray, annotated: np.ndarray, smoothing: float = 0.0) -> np.ndarray:
+    """Class prevalences: mean posterior over the annotated tasks (plus pseudo-counts)."""
+    totals = probas[annotated].sum(axis=0) + smoothing
+    return normalise_rows(totals)
+
+
+def clamp(probas: np.ndarray, gold: np.ndarray | None) -> np.ndarray:
+    """Posteriors with the tasks of known class set to that class (in place)."""
+    if gold is not None:
+        known = np.flatnonzero(gold >= 0)
+        probas[known] = 0.0
+        probas[known, gold[known]] = 1.0
+    return probas
+
+
+def one_hot_argmax(probas: np.ndarray) -> np.ndarray:
+    """Hard posteriors: all the mass on the most probable class (lowest code on ties)."""
+    hard = np.zeros_like(probas)
+    hard[np.arange(len(probas)), probas.argmax(axis=1)] = 1.0
+    return hard

@@ -1,0 +1,222 @@
+"""Dawid-Skene: one full confusion matrix per worker, learned by EM.
+
+Model (Dawid & Skene, "Maximum likelihood estimation of observer error-rates using the
+EM algorithm", Journal of the Royal Statistical Society C, 1979): task ``i`` has a
+true class ``z_i`` with prior ``rho``; worker ``j`` answers class ``l`` to a task of
+class ``k`` with probability ``pi^(j)[k, l]``, independently of other workers. The
+likelihood is peerannot's eq. in sec. 3.1:
+
+    prod_i sum_k rho_k prod_{j in A(i)} prod_l pi^(j)[k, l] ^ 1{y_i^(j) = l}
+
+* E-step (:meth:`DawidSkene._e_step`): ``log T_ik = log rho_k + sum_{(j,l) in i} log
+  pi^(j)[k, l]`` normalised over ``k``, as one sparse product of the task x
+  (worker, label) design with the (worker, label) x class table of log confusions.
+* M-step (:meth:`DawidSkene._m_step`): ``pi^(j)[k, l]`` proportional to
+  ``sum_{i: y_i^(j) = l} T_ik`` (the transposed product), ``rho_k`` = mean ``T_ik``.
+
+Options: initialisation from vote frequencies or majority vote; gold labels for some
+tasks (clamped at every E-step); initial confusion matrices (assigned, or added as
+counts to the first M-step, as in crowd-kit); Dirichlet smoothing of the confusion
+counts and of the class prior; and the hard-EM "fast Dawid-Skene" of Sinha, Rao and
+Balasubramanian (2018), whose E-step keeps only the most probable class.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+
+from crowdlearn.aggregation._base import (
+    IterativeAggregator,
+    TieBreak,
+    float_dtype,
+    gold_codes,
+)
+from crowdlearn.aggregation._design import (
+    clamp,
+    class_priors,
+    normalise_log,
+    normalise_rows,
+    one_hot_argmax,
+    vote_posteriors,
+    worker_label_design,
+)
+from crowdlearn.data import CrowdData, CrowdDataError
+
+Init = Literal["naive_soft", "majority_vote"]
+
+
+class DawidSkene(IterativeAggregator):
+    """Dawid-Skene aggregation: per-worker confusion matrices and class priors by EM.
+
+    Parameters
+    ----------
+    max_iter : int, default 100
+        Maximum number of EM iterations.
+    tol : float, default 1e-5
+        Stop when the log-likelihood per annotation changes by less than this.
+    init : {"naive_soft", "majority_vote"}, default "naive_soft"
+        Initial posteriors: vote frequencies (what crowd-kit calls its majority-vote
+        initialisation), or the majority classes (ties share the mass).
+    smoothing : float, default 0.0
+        Dirichlet pseudo-count added to every confusion-matrix cell in the M-step
+        (Laplace smoothing with 1.0). With 0, counts are floored at 1e-10.
+    prior_smoothing : float, default 0.0
+        Pseudo-count added to each class when estimating the class prior.
+    hard : bool, default False
+        Hard EM ("fast Dawid-Skene", Sinha et al. 2018): the E-step keeps only the most
+        probable class of each task.
+    initial_confusion_strategy : {"assign", "add"}, default "assign"
+        How ``initial_confusions`` given to :meth:`fit` are used in the first M-step:
+        replace the estimated matrices, or add to the estimated counts.
+    dtype : {"float64", "float32"}, default "float64"
+    tie_break : {"random", "lowest"}, default "random"
+    random_state : int, default 0
+        Seed of the random tie-break of ``labels_``.
+    progress : bool, default False
+        Show a progress bar over the iterations.
+
+    Attributes
+    ----------
+    probas_ : ndarray (n_tasks, n_classes)
+        Posterior class probabilities (the prior for tasks without annotations).
+    labels_ : ndarray (n_tasks,)
+    confusions_ : ndarray (n_workers, n_classes, n_classes)
+        ``confusions_[j, k, l]``: probability that worker ``j`` answers ``l`` when the
+        true class is ``k``.
+    priors_ : ndarray (n_classes,)
+    history_, n_iter_, converged_
+        See :class:`~crowdlearn.aggregation.IterativeAggregator`.
+
+    Examples
+    --------
+    >>> from crowdlearn.simulate import independent_confusion
+    >>> data = independent_confusion(n_worker=20, n_task=300, n_classes=3, feedback=5, seed=1)
+    >>> model = DawidSkene().fit(data)
+    >>> model.confusions_.shape
+    (20, 3, 3)
+    >>> bool(model.converged_)
+    True
+    """
+
+    worker_attributes = ("confusions_",)
+    accepts_anonymous = False
+
+    def __init__(
+        self,
+        max_iter: int = 100,
+        tol: float = 1e-5,
+        init: Init = "naive_soft",
+        smoothing: float = 0.0,
+        prior_smoothing: float = 0.0,
+        hard: bool = False,
+        initial_confusion_strategy: Literal["assign", "add"] = "assign",
+        dtype: str = "float64",
+        tie_break: TieBreak = "random",
+        random_state: int | None = 0,
+        progress: bool = False,
+    ) -> None:
+        self.max_iter = max_iter
+        self.tol = tol
+        self.init = init
+        self.smoothing = smoothing
+        self.prior_smoothing = prior_smoothing
+        self.hard = hard
+        self.initial_confusion_strategy = initial_confusion_strategy
+        self.dtype = dtype
+        self.tie_break = tie_break
+        self.random_state = random_state
+        self.progress = progress
+
+    def fit(self, data: CrowdData, gold: Any = None, initial_confusions: Any = None) -> DawidSkene:
+        """Run EM on ``data``.
+
+        Parameters
+        ----------
+        data : CrowdData
+        gold : Mapping, Series or array, optional
+            Known true classes of some tasks (user class ids keyed by task id, or an
+            array aligned with the task codes with None/-1 for unknown). They are fixed
+            during EM and inform the confusion matrices.
+        initial_confusions : array (n_workers, n_classes, n_classes), optional
+            Confusion matrices (probabilities or counts; row = true class) used by the
+            first M-step according to ``initial_confusion_strategy``.
+        """
+        return super().fit(data, gold=gold, initial_confusions=initial_confusions)
+
+    # ------------------------------------------------------------------ EM steps
+
+    def _initialize(
+        self, data: CrowdData, gold: Any = None, initial_confusions: Any = None
+    ) -> None:
+        if self.init not in ("naive_soft", "majority_vote"):
+            raise ValueError(f"init must be 'naive_soft' or 'majority_vote', got {self.init!r}")
+        if self.initial_confusion_strategy not in ("assign", "add"):
+            raise ValueError(
+                "initial_confusion_strategy must be 'assign' or 'add', got "
+                f"{self.initial_confusion_strategy!r}"
+            )
+        self._dtype = float_dtype(self.dtype)
+        self._design = worker_label_design(data, self._dtype)
+        self._annotated = data.feedback_effort > 0
+        self._gold = gold_codes(data, gold)
+        self._initial = _initial_confusions(initial_confusions, data)
+        probas = vote_posteriors(data, self._dtype, hard=self.init == "majority_vote")
+        self.probas_ = clamp(probas, self._gold)
+
+    def _m_step(self, data: CrowdData) -> None:
+        counts = self._confusion_counts(data)
+        initial, self._initial = self._initial, None  # used by the first M-step only
+        if initial is not None and self.initial_confusion_strategy == "assign":
+            counts = initial
+        elif initial is not None:
+            counts = counts + initial
+        self.confusions_ = normalise_rows(counts + self.smoothing).astype(self._dtype)
+        self.priors_ = class_priors(self.probas_, self._annotated, self.prior_smoothing).astype(
+            self._dtype
+        )
+
+    def _e_step(self, data: CrowdData) -> float:
+        k = data.n_classes
+        # (worker, label) x true-class table of log confusions, matching the design.
+        log_table = np.log(self.confusions_).transpose(0, 2, 1).reshape(-1, k)
+        log_scores = np.log(self.priors_) + self._design @ log_table
+        probas, log_norm = normalise_log(log_scores)
+        log_likelihood = _log_likelihood(log_scores, log_norm, self._gold)
+        if self.hard:
+            probas = one_hot_argmax(probas)
+        self.probas_ = clamp(probas, self._gold)
+        return log_likelihood
+
+    def _confusion_counts(self, data: CrowdData) -> np.ndarray:
+        """Expected counts ``[j, k, l]`` of worker ``j`` answering ``l`` on class ``k``."""
+        k = data.n_classes
+        by_worker_label = self._design.T @ self.probas_  # (n_workers * K, K)
+        return by_worker_label.reshape(data.n_workers, k, k).transpose(0, 2, 1)
+
+
+def _log_likelihood(
+    log_scores: np.ndarray, log_norm: np.ndarray, gold: np.ndarray | None
+) -> float:
+    """Log-likelihood of the annotations (and of the gold classes where known)."""
+    if gold is None:
+        return float(log_norm.sum())
+    known = gold >= 0
+    joint = log_scores[np.flatnonzero(known), gold[known]]
+    return float(log_norm[~known].sum() + joint.sum())
+
+
+def _initial_confusions(matrices: Any, data: CrowdData) -> np.ndarray | None:
+    if matrices is None:
+        return None
+    array = np.asarray(matrices, dtype=np.float64)
+    expected = (data.n_workers, data.n_classes, data.n_classes)
+    if array.shape != expected:
+        raise CrowdDataError(
+            f"initial_confusions has shape {array.shape}, expected {expected} "
+            "(workers x true class x answered class)"
+        )
+    if not np.all(np.isfinite(array)) or np.any(array < 0):
+        raise CrowdDataError("initial_confusions must be finite and non-negative")
+    return array
