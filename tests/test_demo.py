@@ -13,10 +13,13 @@ def test_demo_table_compares_every_method_with_the_ceiling():
     table = result.table.set_index("method")
     assert list(table.index) == [m.name for m in DEMO_METHODS] + ["true labels (ceiling)"]
     assert table.loc["true labels (ceiling)", "AccTrain"] == 1.0
-    # the crowd is noisy (spammers, confusers) but aggregation recovers most labels
+    # the crowd is noisy (spammers, confusers): every method is far above chance (0.1)
+    # and below perfect, and the classifiers learn from what it recovers
     for method in DEMO_METHODS:
-        assert 0.5 < table.loc[method.name, "AccTrain"] < 1.0
-        assert table.loc[method.name, "test accuracy"] > 0.6
+        assert 0.4 < table.loc[method.name, "AccTrain"] < 1.0
+        assert table.loc[method.name, "test accuracy"] > 0.5
+    # modelling the workers' abilities pays off on this crowd
+    assert table.loc["GLAD", "AccTrain"] > table.loc["majority vote", "AccTrain"] + 0.05
     ceiling = table.loc["true labels (ceiling)", "test accuracy"]
     assert ceiling > 0.85
     assert (table["test accuracy"] <= ceiling + 0.02).all()

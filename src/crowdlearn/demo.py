@@ -25,7 +25,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from tqdm.auto import tqdm
 
-from crowdlearn.aggregation import BaseAggregator, MajorityVote, NaiveSoft
+from crowdlearn.aggregation import GLAD, BaseAggregator, DawidSkene, MajorityVote, NaiveSoft
 from crowdlearn.data import CrowdData
 from crowdlearn.metrics import acc_train, accuracy, imbalance_ratio, macro_f1
 
@@ -43,6 +43,8 @@ class DemoMethod:
 DEMO_METHODS: tuple[DemoMethod, ...] = (
     DemoMethod("majority vote", lambda seed: MajorityVote(random_state=seed), soft=False),
     DemoMethod("naive soft", lambda seed: NaiveSoft(random_state=seed), soft=True),
+    DemoMethod("Dawid-Skene", lambda seed: DawidSkene(random_state=seed), soft=True),
+    DemoMethod("GLAD", lambda seed: GLAD(random_state=seed), soft=True),
 )
 
 #: The simulated crowd: who the workers are and how much each task gets labelled.

@@ -1,6 +1,13 @@
 """Command-line interface: a thin layer over the Python API (``crowdlearn --help``)."""
 
-from crowdlearn.cli import bench, convert, datasets, demo, simulate  # noqa: F401  (registers)
+from crowdlearn.cli import (  # noqa: F401  (importing registers the commands)
+    aggregate,
+    bench,
+    convert,
+    datasets,
+    demo,
+    simulate,
+)
 from crowdlearn.cli._app import cli
 
 

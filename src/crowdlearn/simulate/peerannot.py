@@ -8,7 +8,8 @@ command. Defaults follow the paper's examples.
 
 Shared by all four:
 
-* each task's true class is uniform over the ``n_classes`` classes;
+* each task's true class is uniform over the ``n_classes`` classes (or drawn from
+  ``class_prior`` in :func:`independent_confusion`);
 * each task receives ``feedback`` labels from distinct workers drawn uniformly at random
   (with ``imbalance_votes``, a number drawn uniformly in ``1..feedback`` instead), with
   at most ``workerload`` tasks per worker when that bound is given;
@@ -22,12 +23,18 @@ before students); ``SimulationInfo.worker_group`` names each one's group.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from crowdlearn.simulate._assign import assign_workers
-from crowdlearn.simulate._checks import check_int, check_labels_per_task, check_real
+from crowdlearn.simulate._checks import (
+    check_int,
+    check_labels_per_task,
+    check_proportions,
+    check_real,
+)
 from crowdlearn.simulate._draw import draw_labels
 from crowdlearn.simulate._matrices import (
     dirichlet_rows,
@@ -49,6 +56,7 @@ def independent_confusion(
     *,
     workerload: int | None = None,
     imbalance_votes: bool = False,
+    class_prior: Sequence[float] | None = None,
     seed: int | None = 0,
     return_info: bool = False,
 ) -> Simulated:
@@ -68,6 +76,10 @@ def independent_confusion(
         Upper bound on the number of tasks answered by each worker.
     imbalance_votes : bool
         Draw each task's number of labels uniformly in ``1..feedback``.
+    class_prior : sequence of float, optional
+        Probability of each true class (``n_classes`` non-negative numbers summing to
+        1), for class-imbalanced crowds. None (the default) draws the true classes
+        uniformly, exactly as without this parameter.
     seed : int or None
         Seed of ``numpy.random.default_rng``; the same seed gives the same crowd.
     return_info : bool
@@ -251,6 +263,13 @@ def _common_params(strategy: str, arguments: dict[str, Any]) -> dict[str, Any]:
         checked["workerload"] = check_int("workerload", arguments["workerload"])
     if "ratio" in arguments:
         checked["ratio"] = check_real("ratio", arguments["ratio"], 0.0, 1.0)
+    if arguments.get("class_prior") is not None:
+        prior = check_proportions("class_prior", arguments["class_prior"])
+        if len(prior) != checked["n_classes"]:
+            raise ValueError(
+                f"class_prior has {len(prior)} entries but n_classes={checked['n_classes']}"
+            )
+        checked["class_prior"] = prior.tolist()
     if "ratio_diff" in arguments:
         checked["ratio_diff"] = check_real("ratio_diff", arguments["ratio_diff"], 0.0)
         checked["random"] = check_real("random", arguments["random"], 0.0, 1.0)
@@ -264,9 +283,13 @@ def _share_of(ratio: float, n_worker: int) -> int:
 
 
 def _start(params: dict[str, Any]) -> tuple[np.random.Generator, np.ndarray]:
-    """The seeded generator and the true classes, uniform over the classes."""
+    """The seeded generator and the true classes: uniform over the classes, or drawn
+    from ``params["class_prior"]`` when it is set."""
     rng = np.random.default_rng(params["seed"])
-    return rng, rng.integers(params["n_classes"], size=params["n_task"])
+    prior = params.get("class_prior")
+    if prior is None:
+        return rng, rng.integers(params["n_classes"], size=params["n_task"])
+    return rng, rng.choice(params["n_classes"], size=params["n_task"], p=prior)
 
 
 def _answer(

@@ -1,0 +1,183 @@
+"""``crowdlearn aggregate``: infer task labels from crowd annotations with any strategy."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+import pandas as pd
+
+from crowdlearn._atomic import atomic_open, atomic_path
+from crowdlearn.cli._app import cli
+from crowdlearn.data import CrowdData, CrowdDataError
+
+
+def _parse_params(pairs: tuple[str, ...]) -> dict[str, str]:
+    params = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise CrowdDataError(f"--param expects k=v, got {pair!r}")
+        params[key.strip()] = value.strip()
+    return params
+
+
+def _read_gold(path: str) -> pd.Series:
+    """Gold labels from a CSV with columns task and label (or truth)."""
+    frame = pd.read_csv(path)
+    column = "label" if "label" in frame.columns else "truth"
+    if "task" not in frame.columns or column not in frame.columns:
+        raise CrowdDataError(f"{path}: the gold file needs columns task and label")
+    return frame.set_index("task")[column]
+
+
+def _write_table(frame: pd.DataFrame, path: Path, output_format: str) -> Path:
+    target = path.with_suffix(f".{output_format}")
+    if output_format == "csv":
+        with atomic_open(target) as handle:
+            frame.to_csv(handle, index=False)
+    else:
+        with atomic_path(target) as tmp:
+            frame.to_parquet(tmp, index=False)
+    return target
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def aggregation_outputs(model: Any, data: CrowdData) -> dict[str, Any]:
+    """The tables and documents the command writes, keyed by file stem."""
+    task_index = pd.Index(data.task_ids, name="task")
+    labels = pd.DataFrame(
+        {"label": data.classes[model.labels_], "probability": model.probas_.max(axis=1)},
+        index=task_index,
+    )
+    for name in model.task_attributes:
+        labels[name.rstrip("_")] = getattr(model, name)
+    probas = pd.DataFrame(model.probas_, index=task_index, columns=[str(c) for c in data.classes])
+    workers = {
+        name.rstrip("_"): {
+            str(worker): _jsonable(value)
+            for worker, value in zip(data.worker_ids.tolist(), getattr(model, name), strict=True)
+        }
+        for name in model.worker_attributes
+    }
+    summary = {
+        "strategy": type(model).__name__,
+        "params": {k: _jsonable(v) for k, v in model.get_params().items()},
+        "classes": [_jsonable(c) for c in data.classes],
+        "n_tasks": data.n_tasks,
+        "n_workers": data.n_workers,
+        "n_annotations": data.n_annotations,
+    }
+    for name in ("priors_", "n_iter_", "converged_"):
+        if hasattr(model, name):
+            summary[name.rstrip("_")] = _jsonable(getattr(model, name))
+    return {
+        "labels": labels.reset_index(),
+        "probas": probas.reset_index(),
+        "workers": workers,
+        "summary": summary,
+        "history": getattr(model, "history_", None),
+    }
+
+
+@cli.command()
+@click.argument("data", required=False, type=click.Path())
+@click.option("-s", "--strategy", help="Strategy, e.g. ds, glad, 'DSWC[L=5]' (see --list).")
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="K=V",
+    help="A parameter of the strategy (repeatable), e.g. --param max_iter=50.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(file_okay=False),
+    help="Output folder: labels, probas, workers.json, history, summary.json.",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["csv", "parquet"]),
+    default="csv",
+    show_default=True,
+    help="Format of the tables.",
+)
+@click.option(
+    "--gold",
+    type=click.Path(exists=True, dir_okay=False),
+    help="CSV of known labels (columns task, label) for strategies that take gold.",
+)
+@click.option(
+    "--duplicates",
+    type=click.Choice(["error", "keep", "first", "last"]),
+    default="error",
+    show_default=True,
+    help="What to do with repeated (task, worker) pairs.",
+)
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--list", "list_", is_flag=True, help="List the strategies and exit.")
+def aggregate(
+    data: str | None,
+    strategy: str | None,
+    params: tuple[str, ...],
+    output: str | None,
+    output_format: str,
+    gold: str | None,
+    duplicates: str,
+    quiet: bool,
+    list_: bool,
+) -> None:
+    """Aggregate the annotations in DATA (any supported format) with one strategy.
+
+    Writes to the output folder: labels (task, label, probability of that label, and
+    per-task parameters such as GLAD's beta), probas (one column per class), the
+    learned worker parameters (workers.json, keyed by worker id), the iteration
+    history and summary.json, all keyed by your ids.
+    """
+    from crowdlearn.aggregation import STRATEGIES, make_aggregator
+    from crowdlearn.io import detect_format, read
+
+    if list_:
+        for name, entry in sorted(STRATEGIES.items()):
+            click.echo(f"{name:14s} {entry.description}")
+        return
+    if data is None or strategy is None or output is None:
+        raise click.UsageError("DATA, --strategy and --output are required (or use --list)")
+    model = make_aggregator(strategy, **_parse_params(params))
+    if "progress" in model.get_params():
+        model.set_params(progress=not quiet)
+    options = {} if detect_format(data) == "matrix" else {"duplicates": duplicates}
+    crowd = read(data, **options)
+    fit_options = {}
+    if gold is not None:
+        if "gold" not in inspect.signature(model.fit).parameters:
+            raise CrowdDataError(f"strategy {strategy!r} does not take gold labels")
+        fit_options["gold"] = _read_gold(gold)
+    model.fit(crowd, **fit_options)
+    folder = Path(output)
+    folder.mkdir(parents=True, exist_ok=True)
+    outputs = aggregation_outputs(model, crowd)
+    written = [
+        _write_table(outputs["labels"], folder / "labels", output_format),
+        _write_table(outputs["probas"], folder / "probas", output_format),
+    ]
+    if outputs["history"] is not None:
+        written.append(_write_table(outputs["history"], folder / "history", output_format))
+    for name in ("workers", "summary"):
+        with atomic_open(folder / f"{name}.json") as handle:
+            json.dump(outputs[name], handle, indent=1)
+        written.append(folder / f"{name}.json")
+    click.echo(f"{strategy}: {crowd} -> {', '.join(str(p) for p in written)}")
