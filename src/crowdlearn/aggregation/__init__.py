@@ -15,9 +15,16 @@ from crowdlearn.aggregation._base import (
 )
 from crowdlearn.aggregation._registry import STRATEGIES, Strategy, make_aggregator, register
 from crowdlearn.aggregation.dawid_skene import DawidSkene
+from crowdlearn.aggregation.dswc import DSWC
 from crowdlearn.aggregation.glad import GLAD
+from crowdlearn.aggregation.iwmv import IWMV
 from crowdlearn.aggregation.majority_vote import MajorityVote, NaiveSoft, vote_frequencies
 from crowdlearn.aggregation.one_coin import OneCoinDawidSkene
+from crowdlearn.aggregation.plantnet import PlantNet
+from crowdlearn.aggregation.two_third import TwoThird
+from crowdlearn.aggregation.wawa import Wawa
+from crowdlearn.aggregation.weighted_vote import WeightedMajorityVote
+from crowdlearn.aggregation.zero_based_skill import ZeroBasedSkill
 
 register("mv", MajorityVote, "majority vote (hard labels)")
 register("naivesoft", NaiveSoft, "vote frequencies (soft labels)")
@@ -25,9 +32,23 @@ register("ds", DawidSkene, "Dawid-Skene: a confusion matrix per worker, EM")
 register("fast-ds", DawidSkene, "hard-EM Dawid-Skene (Sinha et al. 2018)", hard=True)
 register("onecoin-ds", OneCoinDawidSkene, "one-coin Dawid-Skene: one accuracy per worker")
 register("glad", GLAD, "GLAD: worker ability and task difficulty (Whitehill et al. 2009)")
+register(
+    "dswc",
+    DSWC,
+    "Dawid-Skene with L worker clusters (Imamura et al. 2018)",
+    aliases={"L": "n_clusters"},
+)
+register("wmv", WeightedMajorityVote, "weighted majority vote with given worker weights")
+register("wawa", Wawa, "worker agreement with aggregate: MV weighted by agreement with MV")
+register("zbs", ZeroBasedSkill, "zero-based skill: skills by gradient steps toward accuracy")
+register("iwmv", IWMV, "iterative weighted majority vote (Li & Yu 2014)")
+register("twothird", TwoThird, "label only with a 2/3 majority of at least 2 votes")
+register("plantnet", PlantNet, "Pl@ntNet weighted vote with task validation")
 
 __all__ = [
+    "DSWC",
     "GLAD",
+    "IWMV",
     "STRATEGIES",
     "BaseAggregator",
     "DawidSkene",
@@ -35,7 +56,12 @@ __all__ = [
     "MajorityVote",
     "NaiveSoft",
     "OneCoinDawidSkene",
+    "PlantNet",
     "Strategy",
+    "TwoThird",
+    "Wawa",
+    "WeightedMajorityVote",
+    "ZeroBasedSkill",
     "break_ties",
     "make_aggregator",
     "register",

@@ -80,7 +80,7 @@ def worker_accuracy(
 
 
 def majority_labels(data: CrowdData) -> np.ndarray:
-    """Plain majority vote with ties to the lowest class code (crowd-kit's rule)."""
+    """Plain majority vote, ties going to the lowest class code."""
     return weighted_scores(data, np.ones(data.n_workers)).argmax(axis=1)
 
 
@@ -98,6 +98,9 @@ def resolve_worker_weights(
         return np.ones(data.n_workers)
     if isinstance(weights, (Mapping, pd.Series)):
         series = weights if isinstance(weights, pd.Series) else pd.Series(dict(weights))
+        if series.index.has_duplicates:
+            repeated = series.index[series.index.duplicated()].unique()
+            raise CrowdDataError(f"weights are given twice for workers {show(repeated)}")
         resolved = _as_floats(series.reindex(pd.Index(data.worker_ids)).to_numpy())
     else:
         resolved = _as_floats(weights)

@@ -1,0 +1,73 @@
+"""Wawa: Worker Agreement With Aggregate.
+
+The heuristic of crowd-kit's ``Wawa`` (Toloka; also peerannot's ``WAWA``, Lefort et
+al., Computo 2024, which writes it as one step of iterative weighted majority voting):
+
+1. the majority vote ``MV_i`` of each task, ties going to the lowest class code
+   (crowd-kit takes the first tied class in the order pandas' ``value_counts`` lists
+   the labels, which is not always the lowest; without ties the two agree exactly);
+2. each worker's skill ``s_j``: the share of its annotations that equal the majority
+   vote (peerannot's ``beta_j`` equation for WAWA);
+3. a weighted majority vote with the skills as weights
+   (:mod:`crowdlearn.aggregation.weighted_vote`).
+"""
+
+from __future__ import annotations
+
+from crowdlearn.aggregation._base import BaseAggregator, TieBreak
+from crowdlearn.aggregation.weighted_vote import (
+    majority_labels,
+    vote_shares,
+    weighted_scores,
+    worker_accuracy,
+)
+from crowdlearn.data import CrowdData
+
+
+class Wawa(BaseAggregator):
+    """Majority vote weighted by each worker's agreement with the plain majority vote.
+
+    Parameters
+    ----------
+    tie_break : {"random", "lowest"}, default "random"
+        How ``labels_`` breaks ties of the final weighted vote. The first, unweighted
+        vote that measures the skills always breaks ties to the lowest class code,
+        so the skills do not depend on a random draw.
+    random_state : int, default 0
+        Seed of the random tie-break.
+
+    Attributes
+    ----------
+    probas_ : ndarray of shape (n_tasks, n_classes)
+        Share of the task's skill-weighted votes for each class; uniform for tasks
+        without annotations or whose voters all have skill 0.
+    labels_ : ndarray of shape (n_tasks,)
+    skills_ : ndarray of shape (n_workers,)
+        Share of each worker's annotations that agree with the majority vote (0 for
+        workers without annotations).
+
+    Examples
+    --------
+    >>> from crowdlearn import CrowdData
+    >>> data = CrowdData.from_arrays(
+    ...     task=[0, 0, 0, 1, 1, 1, 2, 2],
+    ...     worker=["a", "b", "c", "a", "b", "c", "a", "c"],
+    ...     label=[0, 0, 1, 1, 1, 1, 0, 1],
+    ... )
+    >>> model = Wawa().fit(data)
+    >>> model.skills_.round(3)  # task 2 is a 1-1 tie, so its majority vote is class 0
+    array([1.   , 1.   , 0.333])
+    >>> model.predict_proba()[2]
+    array([0.75, 0.25])
+    """
+
+    worker_attributes = ("skills_",)
+    accepts_anonymous = False
+
+    def __init__(self, tie_break: TieBreak = "random", random_state: int | None = 0) -> None:
+        self.tie_break = tie_break
+        self.random_state = random_state
+
+    def _fit(self, data: CrowdData) -> None:
+        self.skills_ = worker_accuracy(data, majority_labels(data))
+        self.probas_ = vote_shares(weighted_scores(data, self.skills_))
