@@ -117,5 +117,8 @@ def test_renaming_tasks_and_workers_changes_nothing(name):
     # the renamed data codes tasks and workers in another order: compare task by task
     position = {t: i for i, t in enumerate(renamed.task_ids)}
     rows = [position[t] for t in task_names]
-    np.testing.assert_allclose(other.probas_[rows], original.probas_, atol=1e-6)
+    # MACE draws its random starts per worker code, and renaming workers reorders the
+    # codes: its fixed point is the same, reached to its tolerance from other starts.
+    tolerance = 5e-3 if name == "mace" else 1e-6
+    np.testing.assert_allclose(other.probas_[rows], original.probas_, atol=tolerance)
     np.testing.assert_array_equal(other.labels_[rows], original.labels_)

@@ -18,7 +18,10 @@ from crowdlearn.aggregation.dawid_skene import DawidSkene
 from crowdlearn.aggregation.dswc import DSWC
 from crowdlearn.aggregation.glad import GLAD
 from crowdlearn.aggregation.iwmv import IWMV
+from crowdlearn.aggregation.kos import KOS
+from crowdlearn.aggregation.mace import MACE
 from crowdlearn.aggregation.majority_vote import MajorityVote, NaiveSoft, vote_frequencies
+from crowdlearn.aggregation.mmsr import MMSR
 from crowdlearn.aggregation.one_coin import OneCoinDawidSkene
 from crowdlearn.aggregation.plantnet import PlantNet
 from crowdlearn.aggregation.two_third import TwoThird
@@ -44,11 +47,17 @@ register("zbs", ZeroBasedSkill, "zero-based skill: skills by gradient steps towa
 register("iwmv", IWMV, "iterative weighted majority vote (Li & Yu 2014)")
 register("twothird", TwoThird, "label only with a 2/3 majority of at least 2 votes")
 register("plantnet", PlantNet, "Pl@ntNet weighted vote with task validation")
+register("mace", MACE, "MACE: worker competence and spamming behaviour (Hovy et al. 2013)")
+register("kos", KOS, "KOS message passing, binary labels (Karger, Oh & Shah 2011)")
+register("mmsr", MMSR, "M-MSR robust rank-one worker reliabilities (Ma & Olshevsky 2020)")
 
 __all__ = [
     "DSWC",
     "GLAD",
     "IWMV",
+    "KOS",
+    "MACE",
+    "MMSR",
     "STRATEGIES",
     "BaseAggregator",
     "DawidSkene",
