@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.optimize import approx_fprime
+from scipy.special import log_expit
 
 from crowdlearn import CrowdData, CrowdDataError
 from crowdlearn.aggregation import GLAD, DawidSkene, MajorityVote, OneCoinDawidSkene
-from crowdlearn.aggregation.glad import _negative_q
+from crowdlearn.aggregation.glad import _QTerms, log_sigmoid
 from crowdlearn.metrics import acc_train, individual_js
 from crowdlearn.simulate import discrete_difficulty, hammer_spammer, independent_confusion
 
@@ -149,15 +149,36 @@ def test_glad_ranks_good_workers_and_easy_tasks():
     assert acc_train(data, model.probas_) >= acc_train(data, MajorityVote().fit(data).labels_)
 
 
-def test_glad_gradient_matches_finite_differences():
-    data = discrete_difficulty(n_worker=6, n_task=15, n_classes=3, feedback=4, seed=1)
+def test_glad_q_derivatives_match_finite_differences():
     rng = np.random.default_rng(0)
-    right = rng.random(data.n_annotations)
-    point = rng.normal(size=data.n_workers + data.n_tasks)
-    args = (data, right, np.log(2.0), 1.0, 1.0)
-    _, gradient = _negative_q(point, *args)
-    numeric = approx_fprime(point, lambda x: _negative_q(x, *args)[0], 1e-6)
-    np.testing.assert_allclose(gradient, numeric, rtol=1e-4, atol=1e-4)
+    right = rng.random(40)
+    terms = _QTerms(right, np.log(2.0))
+    alpha, log_beta = rng.normal(size=40), rng.normal(size=40)
+    h = 1e-4
+
+    def by_alpha(a):
+        return terms.by_alpha(a, np.exp(log_beta), derivatives=False)[0]
+
+    def by_log_beta(b):
+        return terms.by_log_beta(alpha, np.exp(b), derivatives=False)[0]
+
+    for function, point, derivatives in [
+        (by_alpha, alpha, terms.by_alpha(alpha, np.exp(log_beta))),
+        (by_log_beta, log_beta, terms.by_log_beta(alpha, np.exp(log_beta))),
+    ]:
+        up, here, down = function(point + h), function(point), function(point - h)
+        np.testing.assert_allclose(derivatives[0], here)
+        np.testing.assert_allclose(derivatives[1], (up - down) / (2 * h), rtol=1e-5, atol=1e-7)
+        # minus the exact second derivative
+        np.testing.assert_allclose(
+            derivatives[2], -(up - 2 * here + down) / h**2, rtol=1e-3, atol=1e-5
+        )
+
+
+def test_log_sigmoid_is_exact_and_stable():
+    x = np.concatenate([np.linspace(-50, 50, 1001), [-1e4, 1e4, 0.0]])
+    np.testing.assert_allclose(log_sigmoid(x), log_expit(x), rtol=1e-12, atol=1e-300)
+    assert np.all(np.isfinite(log_sigmoid(x)))
 
 
 # ---------------------------------------------------------------------- crowd-kit parity

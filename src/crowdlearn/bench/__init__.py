@@ -7,7 +7,13 @@ those markdown files. ``--quick`` runs a small version of the same experiment fo
 smoke tests.
 """
 
-from crowdlearn.bench import read_parquet  # noqa: F401  (registers the benchmark)
+# Importing a benchmark module registers it.
+from crowdlearn.bench import (  # noqa: F401
+    aggregation_speed,
+    peerannot_simulations,
+    read_parquet,
+    real_aggregation,
+)
 from crowdlearn.bench._registry import BENCHMARKS, BenchResult, machine_description, run
 
 __all__ = ["BENCHMARKS", "BenchResult", "machine_description", "run"]
