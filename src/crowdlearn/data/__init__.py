@@ -2,5 +2,15 @@
 
 from crowdlearn.data.crowddata import DUPLICATE_POLICIES, CrowdData, DuplicatePolicy, GroupIndex
 from crowdlearn.data.errors import CrowdDataError
+from crowdlearn.data.inputs import ArrayInputs, ImageFolderInputs, TaskInputs
 
-__all__ = ["DUPLICATE_POLICIES", "CrowdData", "CrowdDataError", "DuplicatePolicy", "GroupIndex"]
+__all__ = [
+    "DUPLICATE_POLICIES",
+    "ArrayInputs",
+    "CrowdData",
+    "CrowdDataError",
+    "DuplicatePolicy",
+    "GroupIndex",
+    "ImageFolderInputs",
+    "TaskInputs",
+]

@@ -40,7 +40,17 @@ from crowdlearn.data.errors import CrowdDataError, plain, show
 DuplicatePolicy = Literal["error", "keep", "first", "last"]
 DUPLICATE_POLICIES = ("error", "keep", "first", "last")
 
-_FIELDS = ("task", "worker", "label", "task_ids", "worker_ids", "classes", "features", "truth")
+_FIELDS = (
+    "task",
+    "worker",
+    "label",
+    "task_ids",
+    "worker_ids",
+    "classes",
+    "features",
+    "truth",
+    "inputs",
+)
 
 
 @dataclass(frozen=True)
@@ -100,6 +110,9 @@ class CrowdData:
     features : ndarray or None
     truth : ndarray of int32 or None
         ``None`` when no task has a known truth.
+    inputs : TaskInputs or None
+        Task inputs given as files (e.g. images), see :meth:`with_inputs`; learners use
+        them when present, else ``features``.
 
     Examples
     --------
@@ -125,6 +138,7 @@ class CrowdData:
     classes: np.ndarray
     features: np.ndarray | None
     truth: np.ndarray | None
+    inputs: Any
 
     __hash__ = None  # type: ignore[assignment]  # content equality, arrays are large
 
@@ -192,6 +206,7 @@ class CrowdData:
             classes=classes,
             features=features,
             truth=truth_codes,
+            inputs=None,
         )
 
     # ------------------------------------------------------------------ constructors
@@ -544,6 +559,22 @@ class CrowdData:
         features = _features_by_task(features, self.task_ids)
         return self._replace(features=_validate_features(features, self.n_tasks))
 
+    def with_inputs(self, inputs: Any) -> CrowdData:
+        """A copy whose tasks have ``inputs`` (one item per task, in task-code order),
+        e.g. :class:`~crowdlearn.data.inputs.ImageFolderInputs`; ``None`` removes them.
+
+        Inputs are objects referring to files: :meth:`equals` compares them by identity.
+        """
+        if inputs is not None:
+            from crowdlearn.data.inputs import as_inputs
+
+            inputs = as_inputs(inputs)
+            if len(inputs) != self.n_tasks:
+                raise CrowdDataError(
+                    f"inputs have {len(inputs)} items but there are {self.n_tasks} tasks"
+                )
+        return self._replace(inputs=inputs)
+
     def anonymous(self) -> CrowdData:
         """A copy without worker identities (the Global setting)."""
         return self._replace(worker=None, worker_ids=_readonly(np.empty(0, dtype=np.int64)))
@@ -645,6 +676,7 @@ class CrowdData:
             label=_readonly(self.label[kept]),
             task_ids=_readonly(self.task_ids[codes]),
             features=None if self.features is None else _readonly(self.features[codes]),
+            inputs=None if self.inputs is None else self.inputs.subset(codes),
             truth=_normalise_truth(None if self.truth is None else self.truth[codes]),
         )
 
@@ -728,6 +760,8 @@ class CrowdData:
         for name in ("task_ids", "worker_ids", "classes"):
             if not _same_ids(getattr(self, name), getattr(other, name)):
                 return False
+        if self.inputs is not other.inputs:
+            return False
         for name in ("truth", "features"):
             mine, theirs = getattr(self, name), getattr(other, name)
             if (mine is None) != (theirs is None):
@@ -755,6 +789,8 @@ class CrowdData:
             parts.append(f"features={self.features.shape}")
         if self.truth is not None:
             parts.append(f"truth={int(np.sum(self.truth >= 0))} known")
+        if self.inputs is not None:
+            parts.append(f"inputs={type(self.inputs).__name__}")
         return f"CrowdData({', '.join(parts)})"
 
     # ------------------------------------------------------------------ internals
@@ -773,8 +809,10 @@ class CrowdData:
 
     def _set(self, **fields: Any) -> None:
         for name in _FIELDS:
-            value = fields[name]
-            object.__setattr__(self, name, None if value is None else _readonly(value))
+            value = fields.get(name)
+            if value is not None and name != "inputs":
+                value = _readonly(value)
+            object.__setattr__(self, name, value)
 
     def _replace(self, **changes: Any) -> CrowdData:
         """A copy with some fields replaced, trusting the caller that they are valid."""
