@@ -1,0 +1,336 @@
+"""The one training loop every learner uses.
+
+Mini-batches of tasks with all their annotations; Adam/AdamW/SGD with weight decay and
+an optional learning-rate schedule; model selection and early stopping on a
+validation split; seeded weights, dropout and batch order; CPU or CUDA; a progress
+bar; a per-epoch history; and a checkpoint after every epoch from which
+``resume=True`` continues exactly (the random-number generators are saved too, so a
+resumed run ends with the same weights as an uninterrupted one).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from crowdlearn._atomic import atomic_path
+from crowdlearn.data import CrowdData, CrowdDataError, TaskInputs
+from crowdlearn.learning._base import BaseLearner, history_frame
+from crowdlearn.learning._batches import TaskBatcher
+
+CHECKPOINT_NAME = "checkpoint.pt"
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """``"auto"``: CUDA when available, else the CPU."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+@dataclass
+class EpochContext:
+    """What an epoch hook of a method can use."""
+
+    learner: BaseLearner
+    data: CrowdData
+    inputs: TaskInputs
+    module: nn.ModuleDict
+    device: torch.device
+    batcher: TaskBatcher
+    epoch: int = 0
+    #: Set by a hook to end training after this epoch (e.g. EM converged).
+    stop: bool = False
+
+    def classifier_proba(self, tasks: np.ndarray | None = None) -> np.ndarray:
+        """Class probabilities of the classifier for training tasks (all by default),
+        in evaluation mode (no dropout)."""
+        tasks = np.arange(self.data.n_tasks) if tasks is None else np.asarray(tasks)
+        return predict_in_batches(
+            self.module["classifier"],
+            self.inputs,
+            tasks,
+            4 * self.batcher.batch_size,
+            self.device,
+        )
+
+
+@dataclass
+class _Progress:
+    """Training state that a checkpoint must restore."""
+
+    epoch: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
+    best_score: float | None = None
+    best_state: dict[str, torch.Tensor] | None = None
+    best_epoch: int = 0
+    bad_epochs: int = 0
+
+
+def predict_in_batches(
+    module: nn.Module, inputs: TaskInputs, rows: np.ndarray, batch: int, device: torch.device
+) -> np.ndarray:
+    """Softmax outputs of ``module`` for some rows of ``inputs`` (evaluation mode)."""
+    was_training = module.training
+    module.eval()
+    chunks = []
+    with torch.no_grad():
+        for start in range(0, len(rows), batch):
+            part = rows[start : start + batch]
+            logits = module(torch.as_tensor(inputs.take(part), device=device))
+            chunks.append(torch.softmax(logits, dim=1).double().cpu().numpy())
+    module.train(was_training)
+    if not chunks:
+        return np.zeros((0, 0))
+    return np.concatenate(chunks)
+
+
+class Trainer:
+    """Trains one learner (see :class:`~crowdlearn.learning._base.BaseLearner`)."""
+
+    def __init__(self, learner: BaseLearner) -> None:
+        self.learner = learner
+
+    def fit(
+        self,
+        data: CrowdData,
+        inputs: TaskInputs,
+        valid: tuple[TaskInputs, np.ndarray] | None,
+    ) -> None:
+        learner = self.learner
+        _check_settings(learner)
+        if len(inputs) != data.n_tasks:
+            raise CrowdDataError(
+                f"the inputs have {len(inputs)} items but there are {data.n_tasks} tasks"
+            )
+        device = resolve_device(learner.device)
+        torch.manual_seed(learner.random_state)
+        rng = np.random.default_rng(learner.random_state)
+        shape = (tuple(inputs.item_shape), data.n_classes, data.n_workers)
+        module = learner._build_module(*shape).to(device)
+        optimizer = _optimizer(learner, module)
+        scheduler = _scheduler(learner, optimizer)
+        progress = _Progress()
+        checkpoint = _checkpoint_path(learner)
+        fingerprint = _fingerprint(learner, data, shape)
+        if learner.resume and checkpoint is not None and checkpoint.exists():
+            _restore(checkpoint, fingerprint, module, optimizer, scheduler, rng, progress, learner)
+        else:
+            learner._prepare(data, inputs)
+        batcher = TaskBatcher(
+            data, inputs, learner._training_tasks(data), learner.batch_size, device
+        )
+        context = EpochContext(learner, data, inputs, module, device, batcher)
+        bar = tqdm(
+            range(progress.epoch, learner.max_epochs),
+            desc=type(learner).__name__,
+            unit="epoch",
+            disable=not learner.progress,
+        )
+        for epoch in bar:
+            context.epoch = epoch
+            row = self._train_epoch(context, optimizer, rng)
+            if scheduler is not None:
+                scheduler.step()
+            if valid is not None:
+                row.update(_evaluate(module["classifier"], valid, learner.batch_size, device))
+                self._select(module, row, progress, epoch)
+            progress.history.append(row)
+            progress.epoch = epoch + 1
+            bar.set_postfix(
+                {k: f"{v:.4f}" for k, v in row.items() if k.startswith(("train_loss", "valid"))}
+            )
+            if checkpoint is not None:
+                _save(
+                    checkpoint, fingerprint, module, optimizer, scheduler, rng, progress, learner
+                )
+            patience_over = (
+                learner.patience is not None and progress.bad_epochs >= learner.patience
+            )
+            if context.stop or patience_over:
+                break
+        bar.close()
+        if valid is not None and progress.best_state is not None:
+            module.load_state_dict(progress.best_state)
+        else:
+            progress.best_epoch = progress.epoch
+        learner.module_ = module
+        learner._shape_ = shape
+        learner.classes_ = data.classes
+        learner.history_ = history_frame(progress.history)
+        learner.best_epoch_ = progress.best_epoch
+
+    def _train_epoch(
+        self, context: EpochContext, optimizer: torch.optim.Optimizer, rng: np.random.Generator
+    ) -> dict[str, Any]:
+        learner, module = self.learner, context.module
+        start = time.perf_counter()
+        learner._epoch_start(context)
+        module.train()
+        noise = module["noise"] if "noise" in module else None
+        total, batches = 0.0, 0
+        for batch in context.batcher.epoch(rng):
+            logits = module["classifier"](batch.x)
+            loss = learner._loss(batch, logits, noise)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            total += float(loss.detach())
+            batches += 1
+        row: dict[str, Any] = {
+            "epoch": context.epoch + 1,
+            "train_loss": total / max(batches, 1),
+            "lr": optimizer.param_groups[0]["lr"],
+        }
+        row.update(learner._epoch_end(context))
+        row["seconds"] = time.perf_counter() - start
+        return row
+
+    def _select(
+        self, module: nn.ModuleDict, row: dict[str, Any], progress: _Progress, epoch: int
+    ) -> None:
+        """Keep the weights of the best validation epoch."""
+        if self.learner.selection_metric == "accuracy":
+            score = row["valid_accuracy"]
+        else:
+            score = -row["valid_loss"]
+        if progress.best_score is None or score > progress.best_score:
+            progress.best_score = score
+            progress.best_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+            progress.best_epoch = epoch + 1
+            progress.bad_epochs = 0
+        else:
+            progress.bad_epochs += 1
+
+
+def _check_settings(learner: BaseLearner) -> None:
+    if learner.max_epochs < 0:
+        raise ValueError(f"max_epochs must be >= 0, got {learner.max_epochs}")
+    if learner.batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {learner.batch_size}")
+    if learner.selection_metric not in ("accuracy", "loss"):
+        raise ValueError(
+            f"selection_metric must be 'accuracy' or 'loss', got {learner.selection_metric!r}"
+        )
+    if learner.resume and learner.checkpoint_dir is None:
+        raise ValueError("resume=True needs a checkpoint_dir")
+
+
+def _optimizer(learner: BaseLearner, module: nn.Module) -> torch.optim.Optimizer:
+    options = {"lr": learner.lr, "weight_decay": learner.weight_decay}
+    if learner.optimizer == "adam":
+        return torch.optim.Adam(module.parameters(), **options)
+    if learner.optimizer == "adamw":
+        return torch.optim.AdamW(module.parameters(), **options)
+    if learner.optimizer == "sgd":
+        return torch.optim.SGD(module.parameters(), momentum=0.9, **options)
+    raise ValueError(f"optimizer must be 'adam', 'adamw' or 'sgd', got {learner.optimizer!r}")
+
+
+def _scheduler(learner: BaseLearner, optimizer: torch.optim.Optimizer) -> Any:
+    if learner.lr_schedule is None:
+        return None
+    if learner.lr_schedule == "cosine":
+        return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(learner.max_epochs, 1))
+    if learner.lr_schedule == "step":
+        milestones = [learner.max_epochs // 2, (3 * learner.max_epochs) // 4]
+        return torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones, gamma=0.1)
+    raise ValueError(f"lr_schedule must be None, 'cosine' or 'step', got {learner.lr_schedule!r}")
+
+
+def _evaluate(
+    module: nn.Module, valid: tuple[TaskInputs, np.ndarray], batch: int, device: torch.device
+) -> dict[str, float]:
+    inputs, labels = valid
+    probas = predict_in_batches(module, inputs, np.arange(len(inputs)), 4 * batch, device)
+    picked = np.clip(probas[np.arange(len(labels)), labels], 1e-12, None)
+    return {
+        "valid_accuracy": float(np.mean(probas.argmax(axis=1) == labels)),
+        "valid_loss": float(-np.mean(np.log(picked))),
+    }
+
+
+# ---------------------------------------------------------------------- checkpoints
+
+
+def _checkpoint_path(learner: BaseLearner) -> Path | None:
+    if learner.checkpoint_dir is None:
+        return None
+    return Path(learner.checkpoint_dir) / CHECKPOINT_NAME
+
+
+def _fingerprint(learner: BaseLearner, data: CrowdData, shape: tuple) -> dict[str, Any]:
+    """What must match for a checkpoint to be resumed."""
+    params = {
+        k: repr(v)
+        for k, v in learner.get_params(deep=False).items()
+        if k not in ("progress", "resume", "checkpoint_dir", "device", "max_epochs")
+    }
+    return {
+        "class": type(learner).__name__,
+        "params": params,
+        "data": (data.n_tasks, data.n_workers, data.n_classes, data.n_annotations),
+        "shape": repr(shape),
+    }
+
+
+def _save(
+    path: Path,
+    fingerprint: dict[str, Any],
+    module: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    rng: np.random.Generator,
+    progress: _Progress,
+    learner: BaseLearner,
+) -> None:
+    payload = {
+        "fingerprint": fingerprint,
+        "module": module.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": None if scheduler is None else scheduler.state_dict(),
+        "numpy_rng": rng.bit_generator.state,
+        "torch_rng": torch.get_rng_state(),
+        "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+        "progress": progress,
+        "method_state": learner._method_state(),
+    }
+    with atomic_path(path) as tmp:
+        torch.save(payload, tmp)
+
+
+def _restore(
+    path: Path,
+    fingerprint: dict[str, Any],
+    module: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    rng: np.random.Generator,
+    progress: _Progress,
+    learner: BaseLearner,
+) -> None:
+    payload = torch.load(path, map_location="cpu", weights_only=False)
+    if payload["fingerprint"] != fingerprint:
+        raise CrowdDataError(
+            f"{path} was written by another configuration or other data; resume it with "
+            "the same learner parameters and data, or remove it"
+        )
+    module.load_state_dict(payload["module"])
+    optimizer.load_state_dict(payload["optimizer"])
+    if scheduler is not None:
+        scheduler.load_state_dict(payload["scheduler"])
+    rng.bit_generator.state = payload["numpy_rng"]
+    torch.set_rng_state(payload["torch_rng"])
+    if payload["cuda_rng"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(payload["cuda_rng"])
+    restored: _Progress = payload["progress"]
+    progress.__dict__.update(copy.copy(restored.__dict__))
+    learner._load_method_state(payload["method_state"])
