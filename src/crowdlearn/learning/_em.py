@@ -1,0 +1,104 @@
+"""EM with a network in the loop (DL-EM, CMM): posteriors become the network's targets.
+
+Each trainer epoch is one EM iteration:
+
+1. ``_epoch_start``: the M-step of the crowd parameters (confusion matrices, group
+   weights...) from the current posteriors ``targets_``;
+2. the epoch: the network is trained on ``targets_`` (soft cross-entropy), which is the
+   M-step of the classifier;
+3. ``_epoch_end``: the E-step with the updated network gives new ``targets_`` and the
+   log-likelihood; when it changes by less than ``tol`` per annotation, training stops.
+
+``n_restarts`` runs the whole fit with seeds ``random_state, random_state + 1, ...`` and
+keeps the run with the highest final log-likelihood (as the CMM paper does for DL-EM and
+CMM). A subclass implements ``_initial_targets``, ``_m_step`` and ``_e_step``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sklearn.base import clone
+
+from crowdlearn.data import CrowdData, TaskInputs
+from crowdlearn.learning._trainer import EpochContext
+from crowdlearn.learning.two_stage import _TargetLearner
+
+
+class EMLearner(_TargetLearner):
+    """Base class of EM learners; subclasses store ``tol`` and ``n_restarts``.
+
+    Attributes (after ``fit``)
+    --------------------------
+    targets_ : ndarray (n_tasks, K)
+        Posterior class probabilities of the training tasks after the last E-step.
+    log_likelihood_ : float
+        Final log-likelihood of the annotations (per annotation).
+    restart_log_likelihoods_ : list of float
+        The final log-likelihood of every restart (the best one is kept).
+    history_
+        Also has a ``log_likelihood`` column (per annotation).
+    """
+
+    tol: float
+    n_restarts: int
+
+    def fit(self, data: CrowdData, valid: tuple[Any, Any] | None = None) -> EMLearner:
+        """Run EM (``n_restarts`` times, keeping the most likely run)."""
+        if self.n_restarts < 1:
+            raise ValueError(f"n_restarts must be at least 1, got {self.n_restarts}")
+        if self.n_restarts == 1:
+            super().fit(data, valid)
+            self.restart_log_likelihoods_ = [self.log_likelihood_]
+            return self
+        runs = []
+        for restart in range(self.n_restarts):
+            run = clone(self).set_params(
+                n_restarts=1,
+                random_state=self.random_state + restart,
+                checkpoint_dir=None
+                if self.checkpoint_dir is None
+                else Path(self.checkpoint_dir) / f"restart-{restart}",
+            )
+            runs.append(run.fit(data, valid))
+        best = max(runs, key=lambda run: run.log_likelihood_)
+        fitted = {name: value for name, value in vars(best).items() if name.endswith("_")}
+        vars(self).update(fitted)
+        self.restart_log_likelihoods_ = [run.log_likelihood_ for run in runs]
+        return self
+
+    # ------------------------------------------------------------------ EM steps
+
+    def _initial_targets(self, data: CrowdData, inputs: TaskInputs) -> np.ndarray:
+        raise NotImplementedError
+
+    def _m_step(self, context: EpochContext) -> None:
+        raise NotImplementedError
+
+    def _e_step(self, context: EpochContext) -> float:
+        """New ``targets_`` from the network and crowd parameters; returns the total
+        log-likelihood of the annotations."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ trainer hooks
+
+    def _prepare(self, data: CrowdData, inputs: TaskInputs) -> None:
+        self.targets_ = np.asarray(self._initial_targets(data, inputs), dtype=np.float32)
+        self.log_likelihood_ = -np.inf
+
+    def _epoch_start(self, context: EpochContext) -> None:
+        self._m_step(context)
+
+    def _epoch_end(self, context: EpochContext) -> dict[str, float]:
+        total = self._e_step(context)
+        per_annotation = total / max(context.data.n_annotations, 1)
+        change = per_annotation - self.log_likelihood_
+        self.log_likelihood_ = per_annotation
+        if abs(change) < self.tol:
+            context.stop = True
+        return {"log_likelihood": per_annotation}
+
+    def _method_state(self) -> dict[str, Any]:
+        return {**super()._method_state(), "log_likelihood_": self.log_likelihood_}
