@@ -237,3 +237,14 @@ def test_console_script_is_installed():
         [executable, "--version"], capture_output=True, text=True, check=True
     )
     assert __version__ in completed.stdout
+
+
+def test_debug_variable_shows_the_traceback(monkeypatch, tmp_path):
+    from crowdlearn.data import CrowdDataError
+
+    source = tmp_path / "bad.csv"
+    source.write_text("task,label\n1,0\n")
+    monkeypatch.setenv("CROWDLEARN_DEBUG", "1")
+    with pytest.raises(CrowdDataError, match="worker"):
+        CliRunner().invoke(cli, ["convert", str(source), "-o", str(tmp_path / "o.csv")],
+                           catch_exceptions=False)

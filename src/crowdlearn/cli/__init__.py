@@ -6,6 +6,7 @@ from crowdlearn.cli import (  # noqa: F401  (importing registers the commands)
     convert,
     datasets,
     demo,
+    learn,
     simulate,
 )
 from crowdlearn.cli._app import cli

@@ -2,25 +2,34 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
 import click
-
-from crowdlearn.data import CrowdDataError
 
 #: Exit status for bad input (invalid data, unknown dataset, bad option values),
 #: the same status click uses for usage errors.
 EXIT_BAD_INPUT = 2
 
 
+#: Set this environment variable to see the traceback instead of the one-line error.
+DEBUG_ENV = "CROWDLEARN_DEBUG"
+
+
 class CrowdGroup(click.Group):
-    """A click group that turns invalid-input errors into one line on stderr and exit 2."""
+    """A click group that turns invalid input into one line on stderr and exit 2.
+
+    Invalid data raise :class:`CrowdDataError`; invalid parameter values raise
+    ``ValueError`` (scikit-learn's convention), of which CrowdDataError is a subclass.
+    """
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except CrowdDataError as error:
+        except ValueError as error:
+            if os.environ.get(DEBUG_ENV):
+                raise
             click.echo(f"crowdlearn: error: {error}", err=True)
             sys.exit(EXIT_BAD_INPUT)
 

@@ -8,12 +8,56 @@ scikit-learn contract: ``fit(data, valid=None)``, ``predict_proba(X)``, ``predic
 ``history_``, and ``save``/``load``.
 """
 
+from crowdlearn.aggregation import (
+    GLAD,
+    DawidSkene,
+    MajorityVote,
+    NaiveSoft,
+    make_aggregator,
+)
 from crowdlearn.learning._base import TRAINING_PARAMS, BaseLearner
+from crowdlearn.learning._registry import LEARNERS, make_learner, register_learner
 from crowdlearn.learning.backbones import MLP, SmallCNN, build_backbone
 from crowdlearn.learning.crowd_layer import CrowdLayer
 from crowdlearn.learning.two_stage import Supervised, TwoStage
 
+register_learner("supervised", Supervised, "train on the ground truth (upper bound)")
+register_learner(
+    "twostage",
+    TwoStage,
+    "aggregate with any strategy, then train on its labels (twostage[aggregator=ds])",
+    converters={"aggregator": make_aggregator},
+)
+register_learner(
+    "mv+nn", TwoStage, "majority-vote labels, then a network", aggregator=MajorityVote()
+)
+register_learner(
+    "naivesoft+nn",
+    TwoStage,
+    "vote frequencies as soft labels, then a network",
+    aggregator=NaiveSoft(),
+    soft=True,
+)
+register_learner(
+    "ds+nn",
+    TwoStage,
+    "Dawid-Skene posteriors as soft labels, then a network",
+    aggregator=DawidSkene(),
+    soft=True,
+)
+register_learner(
+    "glad+nn",
+    TwoStage,
+    "GLAD posteriors as soft labels, then a network",
+    aggregator=GLAD(),
+    soft=True,
+)
+register_learner(
+    "crowdlayer", CrowdLayer, "Crowd Layer (Rodrigues & Pereira 2018), variants MW/VW/VB/VW+B/SW"
+)
+
 __all__ = [
+    "LEARNERS",
     "MLP",
     "TRAINING_PARAMS",
     "BaseLearner",
@@ -22,4 +66,6 @@ __all__ = [
     "Supervised",
     "TwoStage",
     "build_backbone",
+    "make_learner",
+    "register_learner",
 ]

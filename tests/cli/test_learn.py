@@ -1,0 +1,134 @@
+"""``crowdlearn learn``: training from the command line, outputs and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from crowdlearn.cli import cli
+from crowdlearn.learning import BaseLearner
+
+
+def run(*args):
+    return CliRunner().invoke(cli, ["learn", *map(str, args)])
+
+
+@pytest.fixture
+def simulated(tmp_path):
+    """A crowd on features, written as a peerannot folder (with features.npy), and a
+    labelled test set saved as .npy files."""
+    result = CliRunner().invoke(
+        cli,
+        [
+            "simulate",
+            "crowd-on-features",
+            "--n-worker",
+            "10",
+            "--labels-per-task",
+            "3",
+            "-o",
+            str(tmp_path / "sim"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "X_test.npy", rng.normal(size=(25, 64)).astype(np.float32))
+    np.save(tmp_path / "y_test.npy", rng.integers(0, 10, size=25))
+    return tmp_path
+
+
+def test_learn_from_a_peerannot_folder_writes_model_history_predictions(simulated):
+    out = simulated / "out"
+    result = run(
+        simulated / "sim",
+        "-s",
+        "crowdlayer[variant=VW]",
+        "--epochs",
+        2,
+        "--test-features",
+        simulated / "X_test.npy",
+        "--test-labels",
+        simulated / "y_test.npy",
+        "-o",
+        out,
+        "--quiet",
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["method"] == "CrowdLayer" and summary["epochs_run"] == 2
+    assert 0.0 <= summary["test_accuracy"] <= 1.0
+    assert len(pd.read_csv(out / "history.csv")) == 2
+    predictions = pd.read_csv(out / "predictions.csv")
+    assert len(predictions) == 25 and set(predictions.columns) >= {"instance", "label", "0"}
+    np.testing.assert_allclose(
+        predictions[[str(c) for c in range(10)]].sum(axis=1), 1.0, atol=1e-6
+    )
+    confusions = json.loads((out / "confusions.json").read_text())
+    assert len(confusions) == 10
+    model = BaseLearner.load(out / "model.pt")
+    assert model.predict(np.load(simulated / "X_test.npy")).tolist() == (
+        predictions["label"].tolist()
+    )
+
+
+def test_learn_on_a_registry_dataset(tmp_path, shared_datasets):
+    result = run(
+        "bluebirds",
+        "-s",
+        "mv+nn",
+        "--epochs",
+        1,
+        "--root",
+        shared_datasets,
+        "-o",
+        tmp_path / "out",
+    )
+    assert result.exit_code == 2  # bluebirds has no features to learn from
+    assert "features" in result.stderr
+    result = run(
+        "labelme",
+        "-s",
+        "ds+nn",
+        "--epochs",
+        2,
+        "--hidden",
+        32,
+        "--root",
+        shared_datasets,
+        "-o",
+        tmp_path / "lm",
+        "--quiet",
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "lm" / "summary.json").read_text())
+    assert summary["test_accuracy"] > 0.5 and summary["params"]["hidden"] == "(32,)"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-s", "nope"], "unknown method 'nope'"),
+        (["-s", "crowdlayer", "--param", "variant=XX", "--epochs", "1"], "variant"),
+        (["-s", "mv+nn", "--valid-labels", "LABELS"], "--valid-features"),
+    ],
+)
+def test_bad_options_exit_2_and_write_nothing(simulated, args, message):
+    args = [str(simulated / "y_test.npy") if a == "LABELS" else a for a in args]
+    result = run(simulated / "sim", *args, "-o", simulated / "out")
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0]
+    assert not (simulated / "out").exists()
+
+
+def test_list_shows_the_methods():
+    from crowdlearn.learning import LEARNERS
+
+    result = CliRunner().invoke(cli, ["learn", "--list"])
+    assert result.exit_code == 0
+    for name in LEARNERS:
+        assert name in result.output
