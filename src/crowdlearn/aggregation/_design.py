@@ -31,6 +31,23 @@ def worker_label_design(data: CrowdData, dtype: np.dtype) -> sp.csr_matrix:
     )
 
 
+def confusion_counts(design: sp.csr_matrix, posteriors: np.ndarray, n_workers: int) -> np.ndarray:
+    """Expected counts ``[j, k, l]`` of worker ``j`` answering ``l`` on tasks of class ``k``
+    under the task posteriors: ``design.T @ posteriors`` (the Dawid-Skene M-step sums),
+    reshaped from (worker, label) x class."""
+    k = posteriors.shape[1]
+    by_worker_label = design.T @ posteriors
+    return by_worker_label.reshape(n_workers, k, k).transpose(0, 2, 1)
+
+
+def log_confusion_table(confusions: np.ndarray) -> np.ndarray:
+    """(n_workers * K, K) table of ``log pi_j[k, l]`` in row ``j * K + l``, column ``k``:
+    the rows :func:`worker_label_design` picks, so that ``design @ table`` sums, per task
+    and class, the log-probabilities of its annotations (the Dawid-Skene E-step)."""
+    k = confusions.shape[-1]
+    return np.log(confusions).transpose(0, 2, 1).reshape(-1, k)
+
+
 def normalise_log(log_scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Row-wise softmax of log scores: the probabilities and each row's log normaliser.
 

@@ -36,6 +36,8 @@ from crowdlearn.aggregation._base import (
 from crowdlearn.aggregation._design import (
     clamp,
     class_priors,
+    confusion_counts,
+    log_confusion_table,
     normalise_log,
     normalise_rows,
     one_hot_argmax,
@@ -166,7 +168,7 @@ class DawidSkene(IterativeAggregator):
         self.probas_ = clamp(probas, self._gold)
 
     def _m_step(self, data: CrowdData) -> None:
-        counts = self._confusion_counts(data)
+        counts = confusion_counts(self._design, self.probas_, data.n_workers)
         initial, self._initial = self._initial, None  # used by the first M-step only
         if initial is not None and self.initial_confusion_strategy == "assign":
             counts = initial
@@ -178,10 +180,7 @@ class DawidSkene(IterativeAggregator):
         )
 
     def _e_step(self, data: CrowdData) -> float:
-        k = data.n_classes
-        # (worker, label) x true-class table of log confusions, matching the design.
-        log_table = np.log(self.confusions_).transpose(0, 2, 1).reshape(-1, k)
-        log_scores = self._design @ log_table
+        log_scores = self._design @ log_confusion_table(self.confusions_)
         log_scores += np.log(self.priors_)
         gold_joint = _gold_log_joint(log_scores, self._gold)  # before normalise_log overwrites
         probas, log_norm = normalise_log(log_scores)
@@ -190,12 +189,6 @@ class DawidSkene(IterativeAggregator):
             probas = one_hot_argmax(probas)
         self.probas_ = clamp(probas, self._gold)
         return log_likelihood
-
-    def _confusion_counts(self, data: CrowdData) -> np.ndarray:
-        """Expected counts ``[j, k, l]`` of worker ``j`` answering ``l`` on class ``k``."""
-        k = data.n_classes
-        by_worker_label = self._design.T @ self.probas_  # (n_workers * K, K)
-        return by_worker_label.reshape(data.n_workers, k, k).transpose(0, 2, 1)
 
 
 def _gold_log_joint(log_scores: np.ndarray, gold: np.ndarray | None) -> float:

@@ -62,6 +62,7 @@ from sklearn.exceptions import ConvergenceWarning
 from crowdlearn.aggregation._base import IterativeAggregator, TieBreak, float_dtype
 from crowdlearn.aggregation._design import (
     class_priors,
+    confusion_counts,
     normalise_log,
     normalise_rows,
     vote_posteriors,
@@ -187,7 +188,7 @@ class DSWC(IterativeAggregator):
             noise = self._rng.normal(scale=RESTART_NOISE, size=theta.shape)
             theta = normalise_rows(np.clip(theta + noise, 0.0, 1.0)).astype(self._dtype)
         self.probas_ = theta
-        self._counts = self._confusion_counts(data)
+        self._counts = confusion_counts(self._design, self.probas_, data.n_workers)
         own = normalise_rows(self._counts)
         groups = _nuclear_norm_groups(own, self._n_clusters)
         self.memberships_ = np.eye(self._n_clusters, dtype=self._dtype)[groups]
@@ -213,7 +214,7 @@ class DSWC(IterativeAggregator):
         task_evidence = self._design @ table.transpose(0, 2, 1).reshape(-1, k)
         self.memberships_, phi_norm = normalise_log(np.log(self.cluster_priors_) + worker_evidence)
         self.probas_, theta_norm = normalise_log(np.log(self.priors_) + task_evidence)
-        self._counts = self._confusion_counts(data)
+        self._counts = confusion_counts(self._design, self.probas_, data.n_workers)
         # ELBO at the new theta and phi. As theta = softmax(log rho + task_evidence),
         # sum_k theta_ik (log rho_k - log theta_ik) = theta_norm_i - sum_k theta_ik
         # task_evidence_ik; the same holds for phi; the rest is the expected
@@ -226,12 +227,6 @@ class DSWC(IterativeAggregator):
             + phi_norm.sum()
             - np.sum(self.memberships_ * worker_evidence)
         )
-
-    def _confusion_counts(self, data: CrowdData) -> np.ndarray:
-        """Expected counts ``N_j[k, m]`` of worker ``j`` answering ``m`` on class ``k``."""
-        k = data.n_classes
-        by_worker_label = self._design.T @ self.probas_  # (n_workers * K, K)
-        return by_worker_label.reshape(data.n_workers, k, k).transpose(0, 2, 1)
 
     def _cluster_priors(self) -> np.ndarray:
         return normalise_rows(self.memberships_[self._active].sum(axis=0)).astype(self._dtype)

@@ -18,7 +18,9 @@ from crowdlearn.aggregation import (
 from crowdlearn.learning._base import TRAINING_PARAMS, BaseLearner
 from crowdlearn.learning._registry import LEARNERS, make_learner, register_learner
 from crowdlearn.learning.backbones import MLP, SmallCNN, build_backbone
+from crowdlearn.learning.conal import CoNAL
 from crowdlearn.learning.crowd_layer import CrowdLayer
+from crowdlearn.learning.dl_em import DLEM
 from crowdlearn.learning.two_stage import Supervised, TwoStage
 
 register_learner("supervised", Supervised, "train on the ground truth (upper bound)")
@@ -57,10 +59,12 @@ register_learner(
 )
 
 __all__ = [
+    "DLEM",
     "LEARNERS",
     "MLP",
     "TRAINING_PARAMS",
     "BaseLearner",
+    "CoNAL",
     "CrowdLayer",
     "SmallCNN",
     "Supervised",

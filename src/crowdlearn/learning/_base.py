@@ -5,8 +5,8 @@ the training hyperparameters in :data:`TRAINING_PARAMS` (given as keyword argume
 after its own); the shared :class:`~crowdlearn.learning._trainer.Trainer` runs the
 loop, and a method only supplies:
 
-* ``_noise_model(n_workers, n_classes)``: the ``nn.Module`` modelling the crowd, or
-  None;
+* ``_noise_model(n_workers, n_classes, item_shape)``: the ``nn.Module`` modelling the
+  crowd, or None;
 * ``_loss(batch, logits, noise)``: the training loss of a batch;
 * optionally ``_prepare(data, inputs)`` (before training: targets from an aggregator,
   EM initialisation), ``_epoch_start(context)`` / ``_epoch_end(context)`` (EM steps,
@@ -225,7 +225,9 @@ class BaseLearner(BaseEstimator):
 
     # ------------------------------------------------------------------ method hooks
 
-    def _noise_model(self, n_workers: int, n_classes: int) -> nn.Module | None:
+    def _noise_model(
+        self, n_workers: int, n_classes: int, item_shape: tuple[int, ...]
+    ) -> nn.Module | None:
         return None
 
     def _loss(self, batch: Any, logits: torch.Tensor, noise: nn.Module | None) -> torch.Tensor:
@@ -270,7 +272,7 @@ class BaseLearner(BaseEstimator):
                 self.batch_norm,
             )
         }
-        noise = self._noise_model(n_workers, n_classes)
+        noise = self._noise_model(n_workers, n_classes, item_shape)
         if noise is not None:
             parts["noise"] = noise
         return nn.ModuleDict(parts)

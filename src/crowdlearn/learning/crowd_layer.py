@@ -123,7 +123,9 @@ class CrowdLayer(BaseLearner):
         self.trainable = trainable
         super().__init__(**training)
 
-    def _noise_model(self, n_workers: int, n_classes: int) -> nn.Module:
+    def _noise_model(
+        self, n_workers: int, n_classes: int, item_shape: tuple[int, ...]
+    ) -> nn.Module:
         if self.on not in ("probabilities", "logits"):
             raise ValueError(f"on must be 'probabilities' or 'logits', got {self.on!r}")
         layer = CrowdLayerModule(n_workers, n_classes, self.variant)
