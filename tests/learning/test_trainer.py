@@ -287,3 +287,14 @@ def test_bad_input_and_parameters():
     with pytest.raises(TypeError, match="unexpected parameters"):
         TwoStage(epochs=3)
     assert repr(CrowdLayer("VW", lr=0.01)) == "CrowdLayer(lr=0.01, variant='VW')"
+
+
+def test_resuming_a_run_that_stopped_early_trains_no_further(tmp_path):
+    crowd, valid = noisy_crowd()
+    params = dict(max_epochs=200, patience=2, lr=0.05, checkpoint_dir=tmp_path)
+    first = TwoStage(**params).fit(crowd, valid=valid)
+    assert len(first.history_) < 200
+    again = TwoStage(**params, resume=True).fit(crowd, valid=valid)
+    assert len(again.history_) == len(first.history_)
+    for a, b in zip(weights(first), weights(again), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)

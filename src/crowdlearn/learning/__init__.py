@@ -18,6 +18,7 @@ from crowdlearn.aggregation import (
 from crowdlearn.learning._base import TRAINING_PARAMS, BaseLearner
 from crowdlearn.learning._registry import LEARNERS, make_learner, register_learner
 from crowdlearn.learning.backbones import MLP, SmallCNN, build_backbone
+from crowdlearn.learning.cmm import CrowdMixture
 from crowdlearn.learning.conal import CoNAL
 from crowdlearn.learning.crowd_layer import CrowdLayer
 from crowdlearn.learning.dl_em import DLEM
@@ -66,6 +67,7 @@ __all__ = [
     "BaseLearner",
     "CoNAL",
     "CrowdLayer",
+    "CrowdMixture",
     "SmallCNN",
     "Supervised",
     "TwoStage",

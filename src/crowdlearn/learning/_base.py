@@ -163,7 +163,7 @@ class BaseLearner(BaseEstimator):
         if self.needs_workers and data.is_anonymous:
             raise CrowdDataError(
                 f"{type(self).__name__} models each worker and needs worker ids; the data "
-                "are anonymous (use TwoStage or CrowdMixture)"
+                "are anonymous (use TwoStage or CrowdMixture(setting='global'))"
             )
         Trainer(self).fit(data, training_inputs(data), _valid_pair(valid, data.n_classes))
         return self

@@ -73,6 +73,9 @@ class _Progress:
     best_state: dict[str, torch.Tensor] | None = None
     best_epoch: int = 0
     bad_epochs: int = 0
+    #: Training ended before ``max_epochs`` (a method's stop or early stopping); a
+    #: resumed run does not train further.
+    finished: bool = False
 
 
 def predict_in_batches(
@@ -129,8 +132,9 @@ class Trainer:
             data, inputs, learner._training_tasks(data), learner.batch_size, device
         )
         context = EpochContext(learner, data, inputs, module, device, batcher)
+        first = learner.max_epochs if progress.finished else progress.epoch
         bar = tqdm(
-            range(progress.epoch, learner.max_epochs),
+            range(first, learner.max_epochs),
             desc=type(learner).__name__,
             unit="epoch",
             disable=not learner.progress,
@@ -145,6 +149,9 @@ class Trainer:
                 self._select(module, row, progress, epoch)
             progress.history.append(row)
             progress.epoch = epoch + 1
+            progress.finished = context.stop or (
+                learner.patience is not None and progress.bad_epochs >= learner.patience
+            )
             bar.set_postfix(
                 {k: f"{v:.4f}" for k, v in row.items() if k.startswith(("train_loss", "valid"))}
             )
