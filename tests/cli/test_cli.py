@@ -246,5 +246,6 @@ def test_debug_variable_shows_the_traceback(monkeypatch, tmp_path):
     source.write_text("task,label\n1,0\n")
     monkeypatch.setenv("CROWDLEARN_DEBUG", "1")
     with pytest.raises(CrowdDataError, match="worker"):
-        CliRunner().invoke(cli, ["convert", str(source), "-o", str(tmp_path / "o.csv")],
-                           catch_exceptions=False)
+        CliRunner().invoke(
+            cli, ["convert", str(source), "-o", str(tmp_path / "o.csv")], catch_exceptions=False
+        )

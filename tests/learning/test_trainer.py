@@ -298,3 +298,21 @@ def test_resuming_a_run_that_stopped_early_trains_no_further(tmp_path):
     assert len(again.history_) == len(first.history_)
     for a, b in zip(weights(first), weights(again), strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_every_learner_is_registered_under_its_cli_name():
+    from crowdlearn.learning import LEARNERS
+
+    expected = {
+        "supervised",
+        "twostage",
+        "mv+nn",
+        "naivesoft+nn",
+        "ds+nn",
+        "glad+nn",
+        "crowdlayer",
+        "conal",
+        "dl-em",
+        "cmm",
+    }
+    assert expected <= set(LEARNERS)

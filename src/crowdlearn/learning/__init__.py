@@ -58,6 +58,13 @@ register_learner(
 register_learner(
     "crowdlayer", CrowdLayer, "Crowd Layer (Rodrigues & Pereira 2018), variants MW/VW/VB/VW+B/SW"
 )
+register_learner("conal", CoNAL, "CoNAL (Chu et al. 2021): common and individual confusions")
+register_learner("dl-em", DLEM, "DL-EM (Raykar et al. 2010): EM with the network as class prior")
+register_learner(
+    "cmm",
+    CrowdMixture,
+    "Crowd Mixture Model (CMM): M groups of confusions, individual or global setting",
+)
 
 __all__ = [
     "DLEM",
