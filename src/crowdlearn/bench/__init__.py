@@ -10,6 +10,9 @@ smoke tests.
 # Importing a benchmark module registers it.
 from crowdlearn.bench import (  # noqa: F401
     aggregation_speed,
+    cmm_scaling,
+    learning_labelme,
+    learning_music,
     peerannot_simulations,
     read_parquet,
     real_aggregation,

@@ -53,7 +53,7 @@ class EMLearner(_TargetLearner):
             super().fit(data, valid)
             self.restart_log_likelihoods_ = [self.log_likelihood_]
             return self
-        runs = []
+        best, likelihoods = None, []
         for restart in range(self.n_restarts):
             run = clone(self).set_params(
                 n_restarts=1,
@@ -62,11 +62,13 @@ class EMLearner(_TargetLearner):
                 if self.checkpoint_dir is None
                 else Path(self.checkpoint_dir) / f"restart-{restart}",
             )
-            runs.append(run.fit(data, valid))
-        best = max(runs, key=lambda run: run.log_likelihood_)
+            run.fit(data, valid)
+            likelihoods.append(run.log_likelihood_)
+            if best is None or run.log_likelihood_ > best.log_likelihood_:
+                best = run  # only the most likely run so far is kept in memory
         fitted = {name: value for name, value in vars(best).items() if name.endswith("_")}
         vars(self).update(fitted)
-        self.restart_log_likelihoods_ = [run.log_likelihood_ for run in runs]
+        self.restart_log_likelihoods_ = likelihoods
         return self
 
     # ------------------------------------------------------------------ EM steps
