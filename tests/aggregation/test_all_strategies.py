@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from cases import degenerate_cases
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -69,31 +70,6 @@ def crowds(draw):
 def test_probabilities_are_finite_and_sum_to_one(name, data):
     model = fit_or_skip(build(name), data)
     check_output(model, data)
-
-
-def degenerate_cases() -> dict[str, CrowdData]:
-    return {
-        "one worker": CrowdData.from_arrays([0, 1, 2], [0, 0, 0], [0, 1, 1]),
-        "one class in total": CrowdData.from_arrays([0, 1, 2], [0, 1, 0], ["a", "a", "a"]),
-        "one class observed of three": CrowdData.from_arrays(
-            [0, 1, 2, 2], [0, 1, 0, 1], ["a"] * 4, classes=["a", "b", "c"]
-        ),
-        "a worker with a single label": CrowdData.from_arrays(
-            [0, 0, 1, 1, 2], [0, 1, 0, 1, 2], [0, 1, 1, 1, 0]
-        ),
-        "a task with a single label": CrowdData.from_arrays(
-            [0, 0, 1, 1, 2], [0, 1, 0, 1, 0], [0, 0, 1, 1, 1]
-        ),
-        "classes never observed": CrowdData.from_arrays(
-            [0, 0, 1, 1], [0, 1, 0, 1], [0, 1, 1, 1], classes=[0, 1, 2, 3]
-        ),
-        "all workers agree": CrowdData.from_arrays(
-            [0, 0, 0, 1, 1, 1], [0, 1, 2, 0, 1, 2], [1, 1, 1, 0, 0, 0]
-        ),
-        "tasks without annotations": CrowdData.from_arrays(
-            ["a", "a", "b"], [0, 1, 0], [0, 1, 1], task_ids=["a", "b", "c", "d"]
-        ),
-    }
 
 
 @pytest.mark.parametrize("case", list(degenerate_cases()))

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from cases import degenerate_cases
 from sklearn.base import clone
 
 from crowdlearn import CrowdData, CrowdDataError
@@ -330,31 +331,6 @@ def every_method(tie_break: str = "random") -> list:
         DSWC(n_clusters=1, tie_break=tie_break),
         DSWC(n_clusters=2, tie_break=tie_break),
     ]
-
-
-def degenerate_cases() -> dict[str, CrowdData]:
-    return {
-        "one worker": CrowdData.from_arrays([0, 1, 2], [0, 0, 0], [0, 1, 1]),
-        "one class in total": CrowdData.from_arrays([0, 1, 2], [0, 1, 0], ["a", "a", "a"]),
-        "one class observed of three": CrowdData.from_arrays(
-            [0, 1, 2, 2], [0, 1, 0, 1], ["a"] * 4, classes=["a", "b", "c"]
-        ),
-        "a worker with a single label": CrowdData.from_arrays(
-            [0, 0, 1, 1, 2], [0, 1, 0, 1, 2], [0, 1, 1, 1, 0]
-        ),
-        "a task with a single label": CrowdData.from_arrays(
-            [0, 0, 1, 1, 2], [0, 1, 0, 1, 0], [0, 0, 1, 1, 1]
-        ),
-        "classes never observed": CrowdData.from_arrays(
-            [0, 0, 1, 1], [0, 1, 0, 1], [0, 1, 1, 1], classes=[0, 1, 2, 3]
-        ),
-        "all workers agree": CrowdData.from_arrays(
-            [0, 0, 0, 1, 1, 1], [0, 1, 2, 0, 1, 2], [1, 1, 1, 0, 0, 0]
-        ),
-        "tasks and workers without annotations": CrowdData.from_arrays(
-            ["a", "a", "b"], [0, 1, 0], [0, 1, 1], task_ids=["a", "b", "c"], worker_ids=[0, 1, 2]
-        ),
-    }
 
 
 def check_output(model, data: CrowdData) -> None:
