@@ -149,3 +149,43 @@ def test_quick_run_writes_every_row_and_the_table(tmp_path, monkeypatch):
     theirs = raw[raw["library"] == "crowd-kit"]
     assert len(theirs) == 2 and set(theirs["method"]) == {"DawidSkene"}
     assert set(theirs["status"]) <= {"ok", "not installed"}
+
+
+def _job(library, method, n, command=None):
+    from crowdlearn.bench.aggregation_speed import Job
+
+    status = "" if command else "not installed"
+    return Job(library, method, n, 10, 20, 0, "parquet", command, status, "")
+
+
+def test_resume_reuses_measured_rows_and_runs_the_rest(tmp_path):
+    import json
+
+    from crowdlearn.bench.aggregation_speed import earlier_rows, run_jobs
+
+    partial = tmp_path / "partial.jsonl"
+    done = {"library": "crowd-kit", "method": "DawidSkene", "n_annotations": 5000}
+    done.update(n_classes=10, seed=0, status="ok", fit_seconds=1.5, timeout_s=1800.0)
+    timed_out = dict(done, n_annotations=50_000, status="timeout", fit_seconds=None)
+    not_run = dict(done, method="GLAD", status="not installed")
+    lines = [json.dumps(r) for r in (done, timed_out, not_run)] + ['{"library": "cut']
+    partial.write_text("\n".join(lines))
+    reuse = earlier_rows(partial)
+    assert len(reuse) == 2  # the unfinished line and the row never run are dropped
+    report = "import json; print(json.dumps({'status': 'ok', 'fit_seconds': 0.25}))"
+    ok = [sys.executable, "-c", report]
+    jobs = [
+        _job("crowd-kit", "DawidSkene", 5000, ok),
+        _job("crowd-kit", "DawidSkene", 50_000, ok),
+        _job("crowd-kit", "DawidSkene", 500_000, ok),
+        _job("crowd-kit", "GLAD", 5000, ok),
+    ]
+    partial.unlink()
+    rows = run_jobs(jobs, timeout=60, memory_cap=2**33, partial=partial, reuse=reuse)
+    assert rows[0]["fit_seconds"] == 1.5 and rows[0]["timeout_s"] == 1800.0
+    assert rows[1]["status"] == "timeout"
+    # a timeout found in the earlier run still stops the larger sizes of that method
+    assert rows[2]["status"] == "skipped" and "timeout at 50,000" in rows[2]["error"]
+    assert rows[3]["status"] == "ok" and rows[3]["fit_seconds"] == 0.25
+    assert rows[3]["timeout_s"] == 60
+    assert len(partial.read_text().splitlines()) == 4

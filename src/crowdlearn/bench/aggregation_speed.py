@@ -14,6 +14,12 @@ every (library, method, size) fit then runs in a fresh child process
 child's report becomes one raw row, failures included. crowd-kit and peerannot run in a
 separate interpreter (:func:`baseline_python`). One extra row fits our DawidSkene on 50M
 annotations with K = 2 (10M tasks x 5 labels), simulated inside the child process.
+
+The full run takes hours (the baselines' largest fits). Rows are appended to
+``OUT/aggregation-speed-partial.jsonl`` as they are measured; with
+``$CROWDLEARN_BENCH_RESUME=1`` a later run reuses the rows found there for the same
+(library, method, size, K, seed) instead of fitting again, so an interrupted run can be
+finished. Each row keeps the time limit it ran under (``timeout_s``).
 """
 
 from __future__ import annotations
@@ -268,16 +274,59 @@ def large_job(large: dict[str, int]) -> Job:
     )
 
 
-def run_jobs(jobs: list[Job], timeout: float, memory_cap: int, partial: Path) -> list[dict]:
+RESUME_ENV = "CROWDLEARN_BENCH_RESUME"
+
+
+def _job_key(row: dict | Job) -> tuple:
+    get = row.get if isinstance(row, dict) else lambda name: getattr(row, name)
+    return tuple(get(name) for name in ("library", "method", "n_annotations", "n_classes", "seed"))
+
+
+def earlier_rows(partial: Path) -> dict[tuple, dict]:
+    """Rows of an interrupted run found in ``partial``, keyed by job; rows of jobs that
+    were not run (not installed, not registered, skipped) are left out so that they are
+    planned again."""
+    if not partial.exists():
+        return {}
+    rows = {}
+    for line in partial.read_text().splitlines():
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:  # a line cut short when the run was killed
+            continue
+        if row.get("status") in ("ok", "timeout", "out of memory", "error"):
+            rows[_job_key(row)] = row
+    return rows
+
+
+def run_jobs(
+    jobs: list[Job],
+    timeout: float,
+    memory_cap: int,
+    partial: Path,
+    reuse: dict[tuple, dict] | None = None,
+) -> list[dict]:
     """Run the jobs in order, one child process each, appending each row to ``partial``
     as soon as it is measured. A (library, method) that ran out of time or memory at
-    one size is not run again at larger sizes: those rows say so."""
+    one size is not run again at larger sizes: those rows say so. Jobs with a row in
+    ``reuse`` (an earlier run's measurement) are not run again; that row is kept."""
     rows = []
+    reuse = reuse or {}
     given_up: dict[tuple[str, str, int], str] = {}
     bar = tqdm(jobs, desc=NAME, unit="fit")
     for job in bar:
         bar.set_postfix_str(f"{job.library} {job.method} {job.n_annotations:,}")
         key = (job.library, job.method, job.n_classes)
+        earlier = reuse.get(_job_key(job))
+        if earlier is not None and key not in given_up:
+            rows.append(earlier)
+            with partial.open("a") as handle:
+                handle.write(json.dumps(earlier) + "\n")
+            if earlier["status"] in ("timeout", "out of memory"):
+                given_up[key] = f"{earlier['status']} at {job.n_annotations:,} annotations"
+            continue
         if job.command is None:
             report: dict[str, Any] = {"status": job.skip_status, "error": job.skip_error}
         elif key in given_up:
@@ -422,6 +471,8 @@ def _cell(row: pd.Series | None, column: str, fmt: str) -> str:
     column and a dash elsewhere."""
     if row is None:
         return "—"
+    if row["status"] == "timeout" and column == "seconds":
+        return f"timeout ({row['timeout_s']:g} s)"
     if row["status"] != "ok":
         return str(row["status"]) if column == "seconds" else "—"
     value = row[column]
@@ -478,6 +529,18 @@ def speed_table(raw: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _resumed_limits(raw: pd.DataFrame, timeout: float) -> str:
+    """How many rows were measured under another time limit (an earlier, resumed run)."""
+    other = raw[raw["timeout_s"].notna() & (raw["timeout_s"] != timeout)]
+    if other.empty:
+        return ""
+    limits = ", ".join(f"{t:g} s" for t in sorted(other["timeout_s"].unique()))
+    return (
+        f" for the rows measured in this run; {len(other)} rows come from an earlier run "
+        f"of the same command (${RESUME_ENV}=1) with a limit of {limits}"
+    )
+
+
 def hyperparameter_notes(raw: pd.DataFrame) -> list[str]:
     """The default hyperparameters each library's child reported, per method."""
     notes = []
@@ -501,6 +564,7 @@ def bench_aggregation_speed(out: Path, quick: bool, seeds: int) -> BenchResult:
     python = baseline_python()
     baselines = probe_baselines(python)
     partial = out / f"{NAME}-partial.jsonl"
+    reuse = earlier_rows(partial) if os.environ.get(RESUME_ENV) == "1" else {}
     partial.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(dir=out, prefix=f".{NAME}-") as scratch:
         files = {}
@@ -513,7 +577,7 @@ def bench_aggregation_speed(out: Path, quick: bool, seeds: int) -> BenchResult:
                 write_crowd(path, parameters)  # the crowd is dropped once written
                 files[n_annotations, seed] = path
         jobs = plan_jobs(sizes, seeds, files, quick, python, baselines, large)
-        rows = run_jobs(jobs, timeout, memory_cap, partial)
+        rows = run_jobs(jobs, timeout, memory_cap, partial, reuse)
     raw = pd.DataFrame(rows)
     partial.unlink()
     prior = geometric_prior(N_CLASSES, IMBALANCE)
@@ -542,7 +606,9 @@ def bench_aggregation_speed(out: Path, quick: bool, seeds: int) -> BenchResult:
         f"thread(s) (${THREADS_ENV}, default 1): threaded BLAS calls on small arrays slow "
         "down tenfold when another process holds a core, so one thread per fit keeps "
         "libraries and runs comparable",
-        f"time limit {timeout:g} s per fit ($CROWDLEARN_BENCH_TIMEOUT), address-space cap "
+        f"time limit {timeout:g} s per fit ($CROWDLEARN_BENCH_TIMEOUT)"
+        + _resumed_limits(raw, timeout)
+        + ", address-space cap "
         f"{memory_cap / 2**30:.1f} GiB ($CROWDLEARN_BENCH_MEMORY_MIB); a method that "
         "timed out or ran out of memory at one size is recorded as skipped at larger sizes",
         f"baseline interpreter: {python} ({versions}); baseline environment: "
