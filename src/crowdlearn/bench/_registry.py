@@ -19,12 +19,14 @@ from crowdlearn._atomic import atomic_open, atomic_path
 class BenchResult:
     """What a benchmark produced: raw rows, the markdown table to publish, notes
     (targets, caveats) printed under the table, and matplotlib figures saved as
-    ``NAME-<key>.png``."""
+    ``NAME-<key>.png``. ``extra_tables`` are further markdown tables, each under its
+    title, after the main one."""
 
     raw: pd.DataFrame
     table: pd.DataFrame
     notes: list[str] = field(default_factory=list)
     figures: dict[str, Any] = field(default_factory=dict)
+    extra_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,11 @@ def run(
         "",
         markdown_table(result.table),
         "",
+        *[
+            line
+            for title, extra in result.extra_tables.items()
+            for line in (f"**{title}**", "", markdown_table(extra), "")
+        ],
         *[f"- {note}" for note in result.notes],
         *[f"- figure: `{out}/{image}`" for image in images],
     ]

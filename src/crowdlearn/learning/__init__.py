@@ -22,6 +22,7 @@ from crowdlearn.learning.cmm import CrowdMixture
 from crowdlearn.learning.conal import CoNAL
 from crowdlearn.learning.crowd_layer import CrowdLayer
 from crowdlearn.learning.dl_em import DLEM
+from crowdlearn.learning.self_crowd import SelfCrowd
 from crowdlearn.learning.two_stage import Supervised, TwoStage
 
 register_learner("supervised", Supervised, "train on the ground truth (upper bound)")
@@ -65,6 +66,11 @@ register_learner(
     CrowdMixture,
     "Crowd Mixture Model (CMM): M groups of confusions, individual or global setting",
 )
+register_learner(
+    "self-crowd",
+    SelfCrowd,
+    "Self-Crowd (Shi et al.): Crowd Layer self-training with class-balanced pseudo-annotations",
+)
 
 __all__ = [
     "DLEM",
@@ -75,6 +81,7 @@ __all__ = [
     "CoNAL",
     "CrowdLayer",
     "CrowdMixture",
+    "SelfCrowd",
     "SmallCNN",
     "Supervised",
     "TwoStage",

@@ -1,0 +1,229 @@
+"""Self-Crowd: quotas (eq. 4-5), R (eq. 6), selection without replacement, the rounds."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crowdlearn.data import CrowdDataError
+from crowdlearn.learning import LEARNERS, SelfCrowd
+from crowdlearn.learning.self_crowd import class_quotas, select_pseudo
+from crowdlearn.metrics import imbalance_ratio
+from crowdlearn.simulate import crowd_on_features
+
+
+def test_quotas_are_inversely_proportional_to_the_candidate_counts():
+    # t = (1/300, 1/100) / (4/300) = (1/4, 3/4): 8 -> (2, 6); a class without candidates gets 0
+    assert class_quotas([300, 100, 0], 8).tolist() == [2, 6, 0]
+    # exact (3.64, 3.64, 1.82, 0.91): floors (3, 3, 1, 0), the 3 left go to the largest
+    # fractional parts: class 3 (.91), class 2 (.82), then class 0 (.64, first of the tie)
+    assert class_quotas([100, 100, 200, 400], 10).tolist() == [4, 3, 2, 1]
+    # exact (99.8, 0.2) -> (100, 0); a quota larger than the class's candidates is
+    # capped, and the rest is not moved to the other class
+    assert class_quotas([2, 1000], 100).tolist() == [2, 0]
+    assert class_quotas([5, 5], 0).tolist() == [0, 0]
+    assert class_quotas([0, 0], 7).tolist() == [0, 0]
+    with pytest.raises(ValueError, match="non-negative"):
+        class_quotas([-1, 3], 2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 500), min_size=1, max_size=8),
+    st.integers(0, 300),
+)
+def test_quota_invariants(counts, n_select):
+    quotas = class_quotas(counts, n_select)
+    counts = np.array(counts)
+    assert (quotas >= 0).all() and (quotas <= counts).all()
+    assert quotas.sum() <= n_select
+    assert (quotas[counts == 0] == 0).all()
+    if counts.sum() and (quotas < counts).all():  # no cap binds: the quotas use all of M
+        assert quotas.sum() == n_select
+    # a rarer class never gets a smaller uncapped quota than a more frequent one (+-1 rounding)
+    for a in range(len(counts)):
+        for b in range(len(counts)):
+            if 0 < counts[a] < counts[b] and quotas[a] < counts[a]:
+                assert quotas[a] >= quotas[b] - 1
+
+
+def test_imbalance_ratio_hand_case():
+    # counts (5, 3, 0, 2): (5 - 0) / 10
+    assert imbalance_ratio([0] * 5 + [1] * 3 + [3] * 2, n_classes=4) == 0.5
+    assert imbalance_ratio([0, 1, 2, 0, 1, 2], n_classes=3) == 0.0
+
+
+def test_balanced_selection_takes_the_most_confident_of_each_class():
+    rng = np.random.default_rng(0)
+    labels = np.array([0, 0, 0, 0, 0, 0, 1, 1, 2, 2])
+    entropy = np.array([0.9, 0.1, 0.5, 0.3, 0.2, 0.8, 0.7, 0.6, 0.4, 0.05])
+    # counts (6, 2, 2) -> t = (1/6, 1/2, 1/2) / (7/6) -> 7 * (1/7, 3/7, 3/7) = (1, 3, 3),
+    # capped at (6, 2, 2): one of class 0 (entropy .1), both of classes 1 and 2
+    picked = select_pseudo(labels, entropy, 7, 3, "balanced", rng)
+    assert sorted(picked.tolist()) == [1, 6, 7, 8, 9]
+    confident = select_pseudo(labels, entropy, 3, 3, "confidence", rng)
+    assert sorted(confident.tolist()) == [1, 4, 9]
+    drawn = select_pseudo(labels, entropy, 6, 3, "random", rng)
+    assert len(set(drawn.tolist())) == 6
+    with pytest.raises(ValueError, match="selection"):
+        select_pseudo(labels, entropy, 3, 3, "best", rng)
+
+
+@pytest.fixture(scope="module")
+def imbalanced():
+    """A sparse crowd on an imbalanced 3-class problem (class 0 takes 70%)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(240, 6)).astype(np.float32)
+    score = X[:, 0] + 0.3 * X[:, 1]
+    y = np.where(score < 0.5, 0, np.where(score < 1.2, 1, 2))
+    crowd = crowd_on_features(X, y, n_workers=8, labels_per_task=2, seed=3)
+    return crowd, X, y
+
+
+@pytest.mark.parametrize("selection", ["balanced", "confidence", "random"])
+def test_rounds_never_pick_an_observed_or_repeated_pair(imbalanced, selection):
+    crowd, _, _ = imbalanced
+    model = SelfCrowd(n_per_round=150, n_rounds=3, selection=selection, max_epochs=3)
+    model.fit(crowd)
+    pseudo = model.pseudo_
+    per_round = model.history_["n_selected"].to_numpy()[1:]
+    if selection == "balanced":  # the quotas can be capped by rare classes' candidates
+        assert (per_round <= 150).all() and per_round.sum() > 0
+    else:
+        assert per_round.tolist() == [150, 150, 150]
+    assert pseudo["round"].value_counts().sort_index().tolist() == per_round.tolist()
+    pairs = pseudo["task"].to_numpy() * crowd.n_workers + pseudo["worker"].to_numpy()
+    observed = crowd.task.astype(np.int64) * crowd.n_workers + crowd.worker
+    assert len(np.unique(pairs)) == len(pairs)
+    assert not np.isin(pairs, observed).any()
+    history = model.history_
+    assert history["round"].tolist() == [0, 1, 2, 3]
+    assert history["n_pseudo"].tolist() == [0, *np.cumsum(per_round).tolist()]
+    # the candidates shrink by exactly what was taken
+    assert np.diff(history["n_candidates"].to_numpy()[1:]).tolist() == (-per_round[:-1]).tolist()
+    assert history["n_candidates"].iloc[1] == crowd.n_tasks * crowd.n_workers - crowd.n_annotations
+    for row in history.iloc[1:].itertuples():
+        taken = pseudo[pseudo["round"] == row.round]
+        counts = np.bincount(taken["label"], minlength=crowd.n_classes).tolist()
+        assert counts == row.n_selected_per_class
+        if selection == "balanced":
+            expected = class_quotas(row.n_candidates_per_class, 150).tolist()
+            assert row.n_selected_per_class == expected
+        so_far = pseudo[pseudo["round"] <= row.round]["label"]
+        assert row.R_selected == pytest.approx(imbalance_ratio(so_far, crowd.n_classes))
+        combined = np.concatenate([crowd.label, so_far])
+        assert row.R_combined == pytest.approx(imbalance_ratio(combined, crowd.n_classes))
+    assert np.isnan(history["R_selected"].iloc[0])
+    assert history["R_combined"].iloc[0] == pytest.approx(model.R_observed_)
+
+
+def test_balanced_selection_is_more_balanced_than_confidence(imbalanced):
+    crowd, _, _ = imbalanced
+    fits = {
+        rule: SelfCrowd(n_per_round=200, n_rounds=2, selection=rule, max_epochs=5).fit(crowd)
+        for rule in ("balanced", "confidence")
+    }
+    r = {rule: fit.history_["R_selected"].iloc[-1] for rule, fit in fits.items()}
+    assert r["balanced"] < r["confidence"]
+
+
+def test_valid_stopping_keeps_the_best_round_and_round_models(imbalanced):
+    crowd, X, y = imbalanced
+    model = SelfCrowd(
+        n_per_round=100,
+        n_rounds=4,
+        stopping="valid",
+        round_patience=1,
+        keep_round_models=True,
+        max_epochs=3,
+    ).fit(crowd, valid=(X[:80], y[:80]))
+    history = model.history_
+    assert history["valid_acc"].notna().all()
+    assert model.best_round_ == int(history["round"][history["valid_acc"].idxmax()])
+    # stopped one round after the best, unless the best is the last one run
+    assert len(history) - 1 <= model.best_round_ + 1
+    assert len(model.round_models_) == len(history)
+    kept = model.predict_proba(X[:30])
+    np.testing.assert_allclose(kept, model.predict_proba_round(X[:30], model.best_round_))
+    np.testing.assert_allclose(kept.sum(axis=1), 1.0, atol=1e-6)
+
+
+def test_continue_retraining_and_checkpoints_per_round(imbalanced, tmp_path):
+    crowd, X, _ = imbalanced
+    model = SelfCrowd(
+        n_per_round=50, n_rounds=2, retrain="continue", max_epochs=2, checkpoint_dir=tmp_path
+    ).fit(crowd)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["round-0", "round-1", "round-2"]
+    assert model.confusions_.shape == (crowd.n_workers, 3, 3)
+    again = SelfCrowd(
+        n_per_round=50,
+        n_rounds=2,
+        retrain="continue",
+        max_epochs=2,
+        checkpoint_dir=tmp_path,
+        resume=True,
+    ).fit(crowd)
+    np.testing.assert_allclose(again.predict_proba(X), model.predict_proba(X), atol=1e-6)
+    assert again.pseudo_.equals(model.pseudo_)
+
+
+def test_same_seed_same_result_and_save_load(imbalanced, tmp_path):
+    crowd, X, _ = imbalanced
+    first = SelfCrowd(n_per_round=60, n_rounds=1, max_epochs=2, random_state=5).fit(crowd)
+    second = SelfCrowd(n_per_round=60, n_rounds=1, max_epochs=2, random_state=5).fit(crowd)
+    assert first.pseudo_.equals(second.pseudo_)
+    first.save(tmp_path / "m.pt")
+    loaded = SelfCrowd.load(tmp_path / "m.pt")
+    np.testing.assert_allclose(loaded.predict_proba(X), first.predict_proba(X), atol=1e-6)
+    assert loaded.history_.equals(first.history_)
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"selection": "best"}, "selection"),
+        ({"stopping": "valid"}, "validation data"),
+        ({"retrain": "warm"}, "retrain"),
+        ({"n_per_round": -1}, "n_per_round"),
+        ({"round_patience": 0}, "round_patience"),
+    ],
+)
+def test_bad_parameters_raise(imbalanced, params, message):
+    crowd, _, _ = imbalanced
+    with pytest.raises(ValueError, match=message):
+        SelfCrowd(max_epochs=1, **params).fit(crowd)
+
+
+def test_anonymous_data_is_refused(imbalanced):
+    crowd, _, _ = imbalanced
+    with pytest.raises(CrowdDataError, match="worker ids"):
+        SelfCrowd(max_epochs=1).fit(crowd.anonymous())
+
+
+def test_cli_learn_self_crowd(tmp_path):
+    from crowdlearn.cli import cli
+
+    assert "self-crowd" in LEARNERS
+    runner = CliRunner()
+    simulated = runner.invoke(
+        cli,
+        ["simulate", "crowd-on-features", "--n-worker", "6", "--labels-per-task", "2",
+         "-o", str(tmp_path / "sim")],
+    )  # fmt: skip
+    assert simulated.exit_code == 0, simulated.output
+    result = runner.invoke(
+        cli,
+        ["learn", str(tmp_path / "sim"), "-s", "self-crowd[selection=random]",
+         "--param", "n_per_round=40", "--param", "n_rounds=2", "--epochs", "2",
+         "-o", str(tmp_path / "out"), "--quiet"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["method"] == "SelfCrowd" and summary["params"]["selection"] == "'random'"
+    history = (tmp_path / "out" / "history.csv").read_text().splitlines()
+    assert history[0].startswith("round,") and len(history) == 4
