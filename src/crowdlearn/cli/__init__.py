@@ -6,7 +6,9 @@ from crowdlearn.cli import (  # noqa: F401  (importing registers the commands)
     convert,
     datasets,
     demo,
+    identify,
     learn,
+    report,
     simulate,
 )
 from crowdlearn.cli._app import cli

@@ -1,0 +1,184 @@
+"""``crowdlearn identify``: task difficulty, worker reliability and agreement scores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+
+from crowdlearn._atomic import atomic_open
+from crowdlearn.cli._app import cli
+from crowdlearn.data import CrowdData, CrowdDataError
+
+
+def load_crowd(data: str, root: str | None = None, duplicates: str = "error") -> CrowdData:
+    """A registry dataset's training crowd (e.g. ``labelme``) or a file in any format."""
+    from crowdlearn import datasets
+    from crowdlearn.io import detect_format, read
+
+    if data in datasets.list():
+        crowd = datasets.load(data, root=root).train
+        if crowd is None:
+            raise CrowdDataError(f"dataset {data!r} has no crowd annotations")
+        return crowd
+    options = {} if detect_format(data) == "matrix" else {"duplicates": duplicates}
+    return read(data, **options)
+
+
+def _parse_prune(pairs: tuple[str, ...]) -> dict[str, float]:
+    prune = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        try:
+            fraction = float(value)
+        except ValueError:
+            fraction = -1.0
+        if not sep or not 0 <= fraction < 1:
+            raise CrowdDataError(
+                f"--prune expects SCORE=FRACTION with 0 <= FRACTION < 1, got {pair!r}"
+            )
+        prune[name.strip()] = fraction
+    return prune
+
+
+def pruned_copy(data: CrowdData, frames: dict[str, Any], prune: dict[str, float]) -> CrowdData:
+    """``data`` without the worst ``fraction`` of tasks / workers under each named score.
+
+    Fractions apply to the original tasks and workers, each score on its own; task and
+    worker codes are renumbered (ids are kept).
+    """
+    from crowdlearn.identify import SCORES, worst_codes
+
+    keep = {"task": np.ones(data.n_tasks, bool), "worker": np.ones(data.n_workers, bool)}
+    for name, fraction in prune.items():
+        score = SCORES[name]
+        values = frames[score.axis][name].to_numpy(dtype=np.float64)
+        keep[score.axis][worst_codes(values, score.worst, fraction)] = False
+    kept = data
+    if not keep["worker"].all():
+        kept = kept.restrict_to_workers(data.worker_ids[keep["worker"]])
+    if not keep["task"].all():
+        kept = kept.select_tasks(np.flatnonzero(keep["task"]))
+    return kept
+
+
+@cli.command()
+@click.argument("data", type=click.Path())
+@click.option(
+    "-s",
+    "--score",
+    "scores",
+    multiple=True,
+    help="Score to compute (repeatable); see --list.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(file_okay=False),
+    help="Output folder: tasks.csv, workers.csv, agreement.json (and pruned data).",
+)
+@click.option(
+    "--confusions",
+    "confusion_model",
+    type=click.Choice(["ds", "crowdlayer", "conal", "cmm"]),
+    default="ds",
+    show_default=True,
+    help="Worker confusion model behind trace, spammer and waum.",
+)
+@click.option(
+    "--prune",
+    multiple=True,
+    metavar="SCORE=FRACTION",
+    help="Drop the worst FRACTION of tasks/workers under SCORE (repeatable), e.g. waum=0.1.",
+)
+@click.option(
+    "--pruned-output",
+    type=click.Path(dir_okay=False),
+    help="Where to write the pruned data (any format by extension; default OUT/pruned.csv).",
+)
+@click.option("--max-epochs", type=int, default=None, help="Epochs of the AUM/WAUM classifier.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random state.")
+@click.option("--root", type=click.Path(), help="Datasets directory (registry names).")
+@click.option(
+    "--duplicates",
+    type=click.Choice(["error", "keep", "first", "last"]),
+    default="error",
+    show_default=True,
+    help="What to do with repeated (task, worker) pairs.",
+)
+@click.option("--list", "list_", is_flag=True, help="List the scores and exit.")
+def identify(
+    data: str,
+    scores: tuple[str, ...],
+    output: str | None,
+    confusion_model: str,
+    prune: tuple[str, ...],
+    pruned_output: str | None,
+    max_epochs: int | None,
+    seed: int,
+    root: str | None,
+    duplicates: str,
+    list_: bool,
+) -> None:
+    """Score the tasks and workers of DATA (a file or a dataset name such as labelme).
+
+    Writes tasks.csv (task scores, keyed by task id), workers.csv (worker scores, keyed
+    by worker id) and agreement.json (Krippendorff's alpha and per-class agreement). With
+    --prune, also writes a copy of the data without the worst-scored tasks or workers
+    (low WAUM/AUM/trace/spammer score..., high entropy or GLAD difficulty).
+    """
+    from crowdlearn.identify import SCORES, class_agreement, compute, krippendorff_alpha
+    from crowdlearn.io import write
+
+    if list_:
+        for name, score in SCORES.items():
+            click.echo(f"{name:16s} {score.axis:6s} worst={score.worst:4s} {score.description}")
+        return
+    if output is None:
+        raise click.UsageError("--output is required (or use --list)")
+    prune_fractions = _parse_prune(prune)
+    unknown = sorted(set(prune_fractions) - set(SCORES))
+    if unknown:
+        raise CrowdDataError(f"--prune: unknown score(s) {unknown}; known: {sorted(SCORES)}")
+    names = list(dict.fromkeys([*scores, *prune_fractions]))
+    training: dict[str, Any] = {"random_state": seed}
+    if max_epochs is not None:
+        training["max_epochs"] = max_epochs
+    crowd = load_crowd(data, root, duplicates)
+    frames = compute(crowd, names, confusion_model=confusion_model, training=training)
+    folder = Path(output)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for axis, frame in frames.items():
+        path = folder / f"{axis}s.csv"
+        with atomic_open(path) as handle:
+            frame.reset_index().to_csv(handle, index=False)
+        written.append(path)
+    agreement = {
+        "krippendorff_alpha": krippendorff_alpha(crowd),
+        "class_agreement": {
+            str(c): (None if np.isnan(v) else float(v))
+            for c, v in zip(crowd.classes.tolist(), class_agreement(crowd), strict=True)
+        },
+        "n_tasks": crowd.n_tasks,
+        "n_workers": crowd.n_workers,
+        "n_annotations": crowd.n_annotations,
+    }
+    if np.isnan(agreement["krippendorff_alpha"]):
+        agreement["krippendorff_alpha"] = None
+    with atomic_open(folder / "agreement.json") as handle:
+        json.dump(agreement, handle, indent=1)
+    written.append(folder / "agreement.json")
+    if prune_fractions:
+        kept = pruned_copy(crowd, frames, prune_fractions)
+        target = Path(pruned_output) if pruned_output else folder / "pruned.csv"
+        write(kept, target)
+        written.append(target)
+        click.echo(
+            f"pruned: kept {kept.n_annotations} of {crowd.n_annotations} annotations "
+            f"({len(np.unique(kept.task))} of {crowd.n_tasks} tasks)"
+        )
+    click.echo(f"{', '.join(names)}: {crowd} -> {', '.join(str(p) for p in written)}")

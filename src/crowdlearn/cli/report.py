@@ -1,0 +1,108 @@
+"""``crowdlearn report``: one self-contained HTML file describing a crowd."""
+
+from __future__ import annotations
+
+import click
+
+from crowdlearn.cli._app import cli
+
+
+def _strategy_names(values: tuple[str, ...]) -> tuple[str, ...]:
+    names = [name.strip() for value in values for name in value.split(",") if name.strip()]
+    return tuple(dict.fromkeys(names))
+
+
+@cli.command()
+@click.argument("data", type=click.Path())
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The HTML file to write (e.g. report.html).",
+)
+@click.option(
+    "--truth",
+    "use_truth",
+    is_flag=True,
+    help="Use the known truth in DATA: accuracies of workers and strategies, true classes.",
+)
+@click.option(
+    "-s",
+    "--strategies",
+    multiple=True,
+    metavar="NAMES",
+    help="Aggregation strategies to compare, comma-separated or repeated "
+    "(default: mv,naivesoft,ds,glad).",
+)
+@click.option("--title", help="Page title (default: the DATA argument).")
+@click.option(
+    "--max-worker-rows", type=int, default=200, show_default=True, help="Cap of the worker table."
+)
+@click.option(
+    "--max-task-rows", type=int, default=50, show_default=True, help="Rows of hardest tasks."
+)
+@click.option(
+    "--max-plot-points",
+    type=int,
+    default=3000,
+    show_default=True,
+    help="Points per scatter plot (random subsample).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the subsampling.")
+@click.option("--root", type=click.Path(), help="Datasets directory (registry names).")
+@click.option(
+    "--duplicates",
+    type=click.Choice(["error", "keep", "first", "last"]),
+    default="error",
+    show_default=True,
+    help="What to do with repeated (task, worker) pairs.",
+)
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def report(
+    data: str,
+    output: str,
+    use_truth: bool,
+    strategies: tuple[str, ...],
+    title: str | None,
+    max_worker_rows: int,
+    max_task_rows: int,
+    max_plot_points: int,
+    seed: int,
+    root: str | None,
+    duplicates: str,
+    quiet: bool,
+) -> None:
+    """Write an HTML report on DATA (a file or a dataset name such as labelme).
+
+    The page is one self-contained file (images inlined, no network request): dataset
+    summary, workload and feedback-effort histograms, worker table with suspected
+    spammers flagged, hardest tasks, comparison of aggregation strategies and confusion
+    matrices. Large crowds get capped tables and subsampled plots, said on the page.
+    """
+    from crowdlearn.cli.identify import load_crowd
+    from crowdlearn.report import DEFAULT_STRATEGIES, ReportLimits, write_report
+
+    for name, value in (
+        ("--max-worker-rows", max_worker_rows),
+        ("--max-task-rows", max_task_rows),
+        ("--max-plot-points", max_plot_points),
+    ):
+        if value < 2:
+            raise ValueError(f"{name} must be at least 2, got {value}")
+    chosen = _strategy_names(strategies) or DEFAULT_STRATEGIES
+    crowd = load_crowd(data, root, duplicates)
+    limits = ReportLimits(
+        worker_rows=max_worker_rows, task_rows=max_task_rows, plot_points=max_plot_points
+    )
+    path = write_report(
+        crowd,
+        output,
+        title=title or f"crowdlearn report: {data}",
+        use_truth=use_truth,
+        strategies=chosen,
+        limits=limits,
+        progress=not quiet,
+        seed=seed,
+    )
+    click.echo(f"report: {crowd} -> {path}")
