@@ -11,6 +11,7 @@ smoke tests.
 from crowdlearn.bench import (  # noqa: F401
     aggregation_speed,
     cmm_scaling,
+    identify_bench,
     learning_labelme,
     learning_music,
     peerannot_simulations,
