@@ -132,3 +132,27 @@ def test_list_shows_the_methods():
     assert result.exit_code == 0
     for name in LEARNERS:
         assert name in result.output
+
+
+def test_cli_learn_iced(tmp_path):
+    """ICED from the command line with its own parameters (issue: learn -s self-crowd|iced)."""
+    from crowdlearn.learning import LEARNERS
+
+    assert "iced" in LEARNERS
+    runner = CliRunner()
+    simulated = runner.invoke(
+        cli,
+        ["simulate", "crowd-on-features", "--n-worker", "6", "--labels-per-task", "3",
+         "--imbalance-ratio", "5", "-o", str(tmp_path / "sim")],
+    )  # fmt: skip
+    assert simulated.exit_code == 0, simulated.output
+    result = runner.invoke(
+        cli,
+        ["learn", str(tmp_path / "sim"), "-s", "iced[warmup=trad-1]",
+         "--param", "k=3", "--param", "n_rounds=1", "--param", "decoder_epochs=2",
+         "--epochs", "8", "-o", str(tmp_path / "out"), "--quiet"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["method"] == "ICED" and summary["params"]["warmup"] == "'trad-1'"
+    assert summary["params"]["k"] == "3"

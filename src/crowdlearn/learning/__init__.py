@@ -22,6 +22,7 @@ from crowdlearn.learning.cmm import CrowdMixture
 from crowdlearn.learning.conal import CoNAL
 from crowdlearn.learning.crowd_layer import CrowdLayer
 from crowdlearn.learning.dl_em import DLEM
+from crowdlearn.learning.iced import ICED
 from crowdlearn.learning.self_crowd import SelfCrowd
 from crowdlearn.learning.two_stage import Supervised, TwoStage
 
@@ -67,6 +68,12 @@ register_learner(
     "Crowd Mixture Model (CMM): M groups of confusions, individual or global setting",
 )
 register_learner(
+    "iced",
+    ICED,
+    "ICED (Wang et al.): certainty warm-up, Dawid-Skene and synthetic minority samples",
+    converters={"aggregator": make_aggregator},
+)
+register_learner(
     "self-crowd",
     SelfCrowd,
     "Self-Crowd (Shi et al.): Crowd Layer self-training with class-balanced pseudo-annotations",
@@ -74,6 +81,7 @@ register_learner(
 
 __all__ = [
     "DLEM",
+    "ICED",
     "LEARNERS",
     "MLP",
     "TRAINING_PARAMS",
