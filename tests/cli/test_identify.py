@@ -106,3 +106,16 @@ def test_waum_pruning_on_labelme(tmp_path, shared_datasets):
     assert kept.n_tasks == 900
     lowest = set(tasks.nsmallest(100, "waum")["task"].astype(str))
     assert not lowest & {str(t) for t in kept.task_ids}
+
+
+def test_list_needs_no_data():
+    from click.testing import CliRunner
+
+    from crowdlearn.cli import cli
+    from crowdlearn.identify import SCORES
+
+    result = CliRunner().invoke(cli, ["identify", "--list"])
+    assert result.exit_code == 0, result.output
+    assert all(name in result.output for name in SCORES)
+    missing = CliRunner().invoke(cli, ["identify", "-o", "out"])
+    assert missing.exit_code == 2 and "DATA and --output are required" in missing.output

@@ -66,7 +66,7 @@ def pruned_copy(data: CrowdData, frames: dict[str, Any], prune: dict[str, float]
 
 
 @cli.command()
-@click.argument("data", type=click.Path())
+@click.argument("data", type=click.Path(), required=False)
 @click.option(
     "-s",
     "--score",
@@ -111,7 +111,7 @@ def pruned_copy(data: CrowdData, frames: dict[str, Any], prune: dict[str, float]
 )
 @click.option("--list", "list_", is_flag=True, help="List the scores and exit.")
 def identify(
-    data: str,
+    data: str | None,
     scores: tuple[str, ...],
     output: str | None,
     confusion_model: str,
@@ -137,8 +137,8 @@ def identify(
         for name, score in SCORES.items():
             click.echo(f"{name:16s} {score.axis:6s} worst={score.worst:4s} {score.description}")
         return
-    if output is None:
-        raise click.UsageError("--output is required (or use --list)")
+    if data is None or output is None:
+        raise click.UsageError("DATA and --output are required (or use --list)")
     prune_fractions = _parse_prune(prune)
     unknown = sorted(set(prune_fractions) - set(SCORES))
     if unknown:
