@@ -53,3 +53,40 @@ def atomic_open(
         encoding = None
     with atomic_path(path) as tmp, open(tmp, mode, encoding=encoding) as handle:
         yield handle
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary directory beside ``path``; rename it onto ``path`` on success.
+
+    For writers of several files (a Parquet dataset written partition by partition):
+    the directory appears only complete. An existing directory at ``path`` is replaced
+    (moved aside, then deleted after the rename). On an exception the temporary
+    directory is deleted and ``path`` is left untouched.
+    """
+    import shutil
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        yield tmp
+        os.chmod(tmp, 0o777 & ~_umask())
+        old = None
+        if target.exists():
+            old = Path(
+                tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent)
+            )
+            os.replace(target, old / "previous")
+        os.replace(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

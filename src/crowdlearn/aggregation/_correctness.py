@@ -22,11 +22,26 @@ def correctness_log_scores(
 ) -> np.ndarray:
     """(n_tasks, K) log-scores from each annotation's log-probability of being right
     (``log_correct``) and of being one given wrong class (``log_wrong``)."""
-    k = data.n_classes
-    base = np.bincount(data.task, weights=log_wrong, minlength=data.n_tasks)
-    cell = data.task.astype(np.int64) * k + data.label
-    bonus = np.bincount(cell, weights=log_correct - log_wrong, minlength=data.n_tasks * k)
-    scores = bonus.reshape(data.n_tasks, k) + base[:, None] + log_prior
+    return correctness_scores(
+        data.task, data.label, data.n_tasks, data.n_classes, log_correct, log_wrong, log_prior
+    )
+
+
+def correctness_scores(
+    task: np.ndarray,
+    label: np.ndarray,
+    n_tasks: int,
+    k: int,
+    log_correct: np.ndarray,
+    log_wrong: np.ndarray,
+    log_prior: np.ndarray,
+) -> np.ndarray:
+    """:func:`correctness_log_scores` on bare code arrays (a block of tasks: ``task``
+    holds codes ``0..n_tasks-1``)."""
+    base = np.bincount(task, weights=log_wrong, minlength=n_tasks)
+    cell = task.astype(np.int64) * k + label
+    bonus = np.bincount(cell, weights=log_correct - log_wrong, minlength=n_tasks * k)
+    scores = bonus.reshape(n_tasks, k) + base[:, None] + log_prior
     return scores.astype(log_correct.dtype, copy=False)
 
 

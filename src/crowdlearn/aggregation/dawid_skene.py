@@ -33,16 +33,13 @@ from crowdlearn.aggregation._base import (
     float_dtype,
     gold_codes,
 )
+from crowdlearn.aggregation._blocks import Block, BlockReader, block_design, block_posteriors
 from crowdlearn.aggregation._design import (
     clamp,
-    class_priors,
-    confusion_counts,
     log_confusion_table,
     normalise_log,
     normalise_rows,
     one_hot_argmax,
-    vote_posteriors,
-    worker_label_design,
 )
 from crowdlearn.data import CrowdData, CrowdDataError
 
@@ -73,6 +70,13 @@ class DawidSkene(IterativeAggregator):
         How ``initial_confusions`` given to :meth:`fit` are used in the first M-step:
         replace the estimated matrices, or add to the estimated counts.
     dtype : {"float64", "float32"}, default "float64"
+    chunk_size : int, optional
+        Process the annotations in blocks of about this many (a task is never split):
+        each EM step builds one block's sparse design at a time, so the temporary
+        memory is O(chunk_size) plus the posteriors instead of O(annotations). None
+        (the default) makes one block, built once and kept for the whole fit (fastest
+        when memory allows). Results do not depend on it beyond rounding
+        (docs/scale.md).
     tie_break : {"random", "lowest"}, default "random"
     random_state : int, default 0
         Seed of the random tie-break of ``labels_``.
@@ -115,6 +119,7 @@ class DawidSkene(IterativeAggregator):
         hard: bool = False,
         initial_confusion_strategy: Literal["assign", "add"] = "assign",
         dtype: str = "float64",
+        chunk_size: int | None = None,
         tie_break: TieBreak = "random",
         random_state: int | None = 0,
         progress: bool = False,
@@ -127,6 +132,7 @@ class DawidSkene(IterativeAggregator):
         self.hard = hard
         self.initial_confusion_strategy = initial_confusion_strategy
         self.dtype = dtype
+        self.chunk_size = chunk_size
         self.tie_break = tie_break
         self.random_state = random_state
         self.progress = progress
@@ -160,35 +166,98 @@ class DawidSkene(IterativeAggregator):
                 f"{self.initial_confusion_strategy!r}"
             )
         self._dtype = float_dtype(self.dtype)
-        self._design = worker_label_design(data, self._dtype)
-        self._annotated = data.feedback_effort > 0
+        self._blocks = BlockReader(data, self.chunk_size)
+        # One block: its design is built once and kept (the unchunked engine).
+        self._designs = None
+        if self.chunk_size is None:
+            self._designs = [
+                (block, block_design(block, data.n_workers, data.n_classes, self._dtype))
+                for block in self._blocks
+            ]
         self._gold = gold_codes(data, gold)
         self._initial = _initial_confusions(initial_confusions, data)
-        probas = vote_posteriors(data, self._dtype, hard=self.init == "majority_vote")
+        blocks = self._blocks if self._designs is None else [b for b, _ in self._designs]
+        hard = self.init == "majority_vote"
+        probas = block_posteriors(blocks, data.n_tasks, data.n_classes, self._dtype, hard)
         self.probas_ = clamp(probas, self._gold)
 
+    def _designed_blocks(self, data: CrowdData) -> Any:
+        if self._designs is not None:
+            return self._designs
+        return (
+            (block, block_design(block, data.n_workers, data.n_classes, self._dtype))
+            for block in self._blocks
+        )
+
     def _m_step(self, data: CrowdData) -> None:
-        counts = confusion_counts(self._design, self.probas_, data.n_workers)
+        counts, totals = sum_statistics(
+            confusion_statistics(design, block, self.probas_[block.start : block.stop])
+            for block, design in self._designed_blocks(data)
+        )
+        self._set_parameters(counts, totals, data.n_workers)
+
+    def _set_parameters(self, counts: np.ndarray, totals: np.ndarray, n_workers: int) -> None:
+        """The M-step from the summed statistics of :func:`confusion_statistics`."""
+        k = counts.shape[1]
+        counts = counts.reshape(n_workers, k, k).transpose(0, 2, 1)
         initial, self._initial = self._initial, None  # used by the first M-step only
         if initial is not None and self.initial_confusion_strategy == "assign":
             counts = initial
         elif initial is not None:
             counts = counts + initial
         self.confusions_ = normalise_rows(counts + self.smoothing).astype(self._dtype)
-        self.priors_ = class_priors(self.probas_, self._annotated, self.prior_smoothing).astype(
-            self._dtype
-        )
+        self.priors_ = normalise_rows(totals + self.prior_smoothing).astype(self._dtype)
 
     def _e_step(self, data: CrowdData) -> float:
-        log_scores = self._design @ log_confusion_table(self.confusions_)
-        log_scores += np.log(self.priors_)
-        gold_joint = _gold_log_joint(log_scores, self._gold)  # before normalise_log overwrites
-        probas, log_norm = normalise_log(log_scores)
-        log_likelihood = _log_likelihood(log_norm, gold_joint, self._gold)
-        if self.hard:
-            probas = one_hot_argmax(probas)
-        self.probas_ = clamp(probas, self._gold)
+        table = log_confusion_table(self.confusions_)
+        log_prior = np.log(self.priors_)
+        log_likelihood = 0.0
+        for block, design in self._designed_blocks(data):
+            gold = None if self._gold is None else self._gold[block.start : block.stop]
+            probas, block_likelihood = posterior_block(design, table, log_prior, gold, self.hard)
+            self.probas_[block.start : block.stop] = probas
+            log_likelihood += block_likelihood
         return log_likelihood
+
+
+def confusion_statistics(
+    design: Any, block: Block, probas: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Dawid-Skene M-step sums of one block: ``design.T @ T`` ((worker, label) x class
+    expected counts, shape (n_workers * K, K)) and the posterior mass per class of the
+    block's annotated tasks (the class-prior counts). Both are summed over blocks."""
+    counts = design.T @ probas
+    totals = block.annotated.astype(probas.dtype) @ probas
+    return counts, totals
+
+
+def sum_statistics(parts: Any) -> tuple[np.ndarray, ...]:
+    """Element-wise sum of tuples of arrays (the reduce of a map-reduce)."""
+    total: list[np.ndarray] | None = None
+    for part in parts:
+        total = list(part) if total is None else [a + b for a, b in zip(total, part, strict=True)]
+    if total is None:
+        raise ValueError("no block to reduce")
+    return tuple(total)
+
+
+def posterior_block(
+    design: Any,
+    table: np.ndarray,
+    log_prior: np.ndarray,
+    gold: np.ndarray | None,
+    hard: bool,
+) -> tuple[np.ndarray, float]:
+    """Dawid-Skene E-step of one block: the posteriors of its tasks and their
+    log-likelihood, from the (worker, label) x class table of log confusions."""
+    log_scores = design @ table
+    log_scores += log_prior
+    gold_joint = _gold_log_joint(log_scores, gold)  # before normalise_log overwrites
+    probas, log_norm = normalise_log(log_scores)
+    log_likelihood = _log_likelihood(log_norm, gold_joint, gold)
+    if hard:
+        probas = one_hot_argmax(probas)
+    return clamp(probas, gold), log_likelihood
 
 
 def _gold_log_joint(log_scores: np.ndarray, gold: np.ndarray | None) -> float:

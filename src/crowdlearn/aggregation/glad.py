@@ -242,25 +242,40 @@ def _safeguarded_step(
     The block's objective separates: parameter ``g`` owns the terms of its group plus
     its Gaussian log-prior. ``terms(params)`` gives, per annotation, the term, its slope,
     minus its curvature and optionally a positive fallback curvature used where the
-    parameter's total curvature is not safely negative. Each step is halved until that
-    parameter's own objective does not decrease; a parameter that cannot improve keeps
-    its value.
+    parameter's total curvature is not safely negative; they are summed per parameter
+    by ``np.bincount`` on ``group`` (see :func:`newton_step`).
     """
     n = len(params)
-    value, slope, curvature, *fallback = terms(params)
-    current = np.bincount(group, weights=value, minlength=n) - 0.5 * (params - prior_mean) ** 2
-    gradient = np.bincount(group, weights=slope, minlength=n) - (params - prior_mean)
+
+    def sums(values: np.ndarray, derivatives: bool = True) -> list[np.ndarray]:
+        return [
+            np.bincount(group, weights=weights, minlength=n)
+            for weights in terms(values, derivatives)
+        ]
+
+    return newton_step(params, prior_mean, sums, max_halvings)
+
+
+def newton_step(params: np.ndarray, prior_mean: float, sums: Any, max_halvings: int = 30) -> float:
+    """:func:`_safeguarded_step` given ``sums(params, derivatives)``: the per-parameter
+    sums of the terms (and, with ``derivatives``, of slopes and curvatures). The
+    distributed engine passes sums reduced over partitions. Each step is halved until
+    that parameter's own objective does not decrease; a parameter that cannot improve
+    keeps its value."""
+    n = len(params)
+    value, slope, curvature, *fallback = sums(params)
+    current = value - 0.5 * (params - prior_mean) ** 2
+    gradient = slope - (params - prior_mean)
     # minus the second derivative of each parameter's objective (the prior adds 1)
-    bend = np.bincount(group, weights=curvature, minlength=n) + 1.0
+    bend = curvature + 1.0
     if fallback:
-        expected = np.bincount(group, weights=fallback[0], minlength=n) + 1.0
+        expected = fallback[0] + 1.0
         bend = np.where(bend > 0.5 * expected, bend, expected)
     step = gradient / bend
     worse = np.ones(n, dtype=bool)
     for _ in range(max_halvings):
         trial = params + step
-        reached = np.bincount(group, weights=terms(trial, False)[0], minlength=n)
-        reached -= 0.5 * (trial - prior_mean) ** 2
+        reached = sums(trial, False)[0] - 0.5 * (trial - prior_mean) ** 2
         worse = reached < current - 1e-12 * np.abs(current)
         if not worse.any():
             break

@@ -10,16 +10,23 @@ from __future__ import annotations
 import numpy as np
 
 from crowdlearn.aggregation._base import BaseAggregator, TieBreak, break_ties
+from crowdlearn.aggregation._blocks import chunked_vote_counts
 from crowdlearn.data import CrowdData
 
 
-def vote_frequencies(data: CrowdData) -> np.ndarray:
+def vote_frequencies(data: CrowdData, chunk_size: int | None = None) -> np.ndarray:
     """Share of each task's votes per class, shape (n_tasks, K); uniform for tasks
-    without annotations."""
-    counts = data.vote_counts.toarray().astype(np.float64)
+    without annotations. With ``chunk_size``, the votes are counted block by block."""
+    counts = _counts(data, chunk_size).astype(np.float64)
     totals = counts.sum(axis=1, keepdims=True)
     uniform = np.full_like(counts, 1.0 / data.n_classes)
     return np.divide(counts, totals, out=uniform, where=totals > 0)
+
+
+def _counts(data: CrowdData, chunk_size: int | None) -> np.ndarray:
+    if chunk_size is None:
+        return data.vote_counts.toarray()
+    return chunked_vote_counts(data, chunk_size)
 
 
 class MajorityVote(BaseAggregator):
@@ -33,6 +40,10 @@ class MajorityVote(BaseAggregator):
         between all classes.
     random_state : int, default 0
         Seed of the random tie-break (``None`` is refused: results stay reproducible).
+    chunk_size : int, optional
+        Count the votes in blocks of about this many annotations (dense counts, no
+        sparse matrix of the annotations' size); None (default) uses the data's cached
+        sparse vote counts. Same results either way (docs/scale.md).
 
     Attributes
     ----------
@@ -52,12 +63,18 @@ class MajorityVote(BaseAggregator):
     array([1, 0])
     """
 
-    def __init__(self, tie_break: TieBreak = "random", random_state: int | None = 0) -> None:
+    def __init__(
+        self,
+        tie_break: TieBreak = "random",
+        random_state: int | None = 0,
+        chunk_size: int | None = None,
+    ) -> None:
         self.tie_break = tie_break
         self.random_state = random_state
+        self.chunk_size = chunk_size
 
     def _fit(self, data: CrowdData) -> None:
-        self.vote_counts_ = data.vote_counts.toarray()
+        self.vote_counts_ = _counts(data, self.chunk_size)
         majority = break_ties(self.vote_counts_, self.tie_break, self.random_state)
         self.probas_ = np.eye(data.n_classes)[majority]
 

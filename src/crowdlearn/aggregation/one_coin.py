@@ -18,14 +18,14 @@ from typing import Any
 import numpy as np
 
 from crowdlearn.aggregation._base import IterativeAggregator, TieBreak, float_dtype
-from crowdlearn.aggregation._correctness import correctness_log_scores, posterior_of_given_label
+from crowdlearn.aggregation._blocks import Block, BlockReader, block_posteriors
+from crowdlearn.aggregation._correctness import correctness_scores
 from crowdlearn.aggregation._design import (
     FLOOR,
-    class_priors,
     normalise_log,
-    vote_posteriors,
+    normalise_rows,
 )
-from crowdlearn.aggregation.dawid_skene import Init
+from crowdlearn.aggregation.dawid_skene import Init, sum_statistics
 from crowdlearn.data import CrowdData
 
 
@@ -39,6 +39,10 @@ class OneCoinDawidSkene(IterativeAggregator):
         Stop when the log-likelihood per annotation changes by less than this.
     init : {"naive_soft", "majority_vote"}, default "naive_soft"
     dtype : {"float64", "float32"}, default "float64"
+    chunk_size : int, optional
+        Run both EM steps over blocks of about this many annotations (a task is never
+        split) to bound temporary memory; None (default) is one block. See
+        :class:`~crowdlearn.aggregation.DawidSkene` and docs/scale.md.
     tie_break : {"random", "lowest"}, default "random"
     random_state : int, default 0
     progress : bool, default False
@@ -71,6 +75,7 @@ class OneCoinDawidSkene(IterativeAggregator):
         tol: float = 1e-5,
         init: Init = "naive_soft",
         dtype: str = "float64",
+        chunk_size: int | None = None,
         tie_break: TieBreak = "random",
         random_state: int | None = 0,
         progress: bool = False,
@@ -79,30 +84,43 @@ class OneCoinDawidSkene(IterativeAggregator):
         self.tol = tol
         self.init = init
         self.dtype = dtype
+        self.chunk_size = chunk_size
         self.tie_break = tie_break
         self.random_state = random_state
         self.progress = progress
 
     def _initialize(self, data: CrowdData, **_: Any) -> None:
         self._dtype = float_dtype(self.dtype)
-        self._annotated = data.feedback_effort > 0
-        self.probas_ = vote_posteriors(data, self._dtype, hard=self.init == "majority_vote")
+        self._blocks = BlockReader(data, self.chunk_size)
+        if self.chunk_size is None:
+            self._blocks = list(self._blocks)  # one block, gathered once
+        hard = self.init == "majority_vote"
+        self.probas_ = block_posteriors(
+            self._blocks, data.n_tasks, data.n_classes, self._dtype, hard
+        )
 
     def _m_step(self, data: CrowdData) -> None:
-        right = posterior_of_given_label(data, self.probas_)
-        totals = np.bincount(data.worker, minlength=data.n_workers)
-        sums = np.bincount(data.worker, weights=right, minlength=data.n_workers)
-        skills = np.divide(sums, totals, out=np.full(data.n_workers, 0.5), where=totals > 0)
+        sums, totals, class_totals = sum_statistics(
+            skill_statistics(block, self.probas_[block.start : block.stop], data.n_workers)
+            for block in self._blocks
+        )
+        self._set_parameters(sums, totals, class_totals)
+
+    def _set_parameters(
+        self, sums: np.ndarray, totals: np.ndarray, class_totals: np.ndarray
+    ) -> None:
+        """The M-step from the summed statistics of :func:`skill_statistics`."""
+        skills = np.divide(sums, totals, out=np.full(len(sums), 0.5), where=totals > 0)
         self.skills_ = np.clip(skills, FLOOR, 1 - FLOOR).astype(self._dtype)
-        self.priors_ = class_priors(self.probas_, self._annotated).astype(self._dtype)
+        self.priors_ = normalise_rows(class_totals).astype(self._dtype)
 
     def _e_step(self, data: CrowdData) -> float:
-        k = data.n_classes
-        skill = self.skills_[data.worker]
-        log_wrong = np.log((1 - skill) / max(k - 1, 1))
-        log_scores = correctness_log_scores(data, np.log(skill), log_wrong, np.log(self.priors_))
-        self.probas_, log_norm = normalise_log(log_scores)
-        return float(log_norm.sum())
+        log_likelihood = 0.0
+        for block in self._blocks:
+            probas, block_likelihood = one_coin_posterior_block(block, self.skills_, self.priors_)
+            self.probas_[block.start : block.stop] = probas
+            log_likelihood += block_likelihood
+        return log_likelihood
 
     @property
     def confusions_(self) -> np.ndarray:
@@ -112,3 +130,30 @@ class OneCoinDawidSkene(IterativeAggregator):
         matrices = np.repeat(off[:, None, None], k, axis=1).repeat(k, axis=2)
         matrices[:, np.arange(k), np.arange(k)] = self.skills_[:, None]
         return matrices
+
+
+def skill_statistics(
+    block: Block, probas: np.ndarray, n_workers: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One-coin M-step sums of one block: per worker, the posterior mass of the given
+    labels and the number of annotations; per class, the posterior mass of the
+    annotated tasks. Summed over blocks."""
+    right = probas[block.task, block.label]
+    sums = np.bincount(block.worker, weights=right, minlength=n_workers)
+    totals = np.bincount(block.worker, minlength=n_workers)
+    class_totals = block.annotated.astype(probas.dtype) @ probas
+    return sums, totals, class_totals
+
+
+def one_coin_posterior_block(
+    block: Block, skills: np.ndarray, priors: np.ndarray
+) -> tuple[np.ndarray, float]:
+    """One-coin E-step of one block: posteriors of its tasks and their log-likelihood."""
+    k = len(priors)
+    skill = skills[block.worker]
+    log_wrong = np.log((1 - skill) / max(k - 1, 1))
+    log_scores = correctness_scores(
+        block.task, block.label, block.n_tasks, k, np.log(skill), log_wrong, np.log(priors)
+    )
+    probas, log_norm = normalise_log(log_scores)
+    return probas, float(log_norm.sum())

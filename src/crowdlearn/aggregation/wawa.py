@@ -14,7 +14,10 @@ al., Computo 2024, which writes it as one step of iterative weighted majority vo
 
 from __future__ import annotations
 
+import numpy as np
+
 from crowdlearn.aggregation._base import BaseAggregator, TieBreak
+from crowdlearn.aggregation._blocks import BlockReader, chunked_vote_counts
 from crowdlearn.aggregation.weighted_vote import (
     majority_labels,
     vote_shares,
@@ -35,6 +38,10 @@ class Wawa(BaseAggregator):
         so the skills do not depend on a random draw.
     random_state : int, default 0
         Seed of the random tie-break.
+    chunk_size : int, optional
+        Run the three vote passes over blocks of about this many annotations (bounded
+        temporaries, docs/scale.md); None (default) runs them on all annotations at
+        once. Same results either way.
 
     Attributes
     ----------
@@ -64,10 +71,33 @@ class Wawa(BaseAggregator):
     worker_attributes = ("skills_",)
     accepts_anonymous = False
 
-    def __init__(self, tie_break: TieBreak = "random", random_state: int | None = 0) -> None:
+    def __init__(
+        self,
+        tie_break: TieBreak = "random",
+        random_state: int | None = 0,
+        chunk_size: int | None = None,
+    ) -> None:
         self.tie_break = tie_break
         self.random_state = random_state
+        self.chunk_size = chunk_size
 
     def _fit(self, data: CrowdData) -> None:
-        self.skills_ = worker_accuracy(data, majority_labels(data))
-        self.probas_ = vote_shares(weighted_scores(data, self.skills_))
+        if self.chunk_size is None:
+            self.skills_ = worker_accuracy(data, majority_labels(data))
+            self.probas_ = vote_shares(weighted_scores(data, self.skills_))
+            return
+        majority = chunked_vote_counts(data, self.chunk_size).argmax(axis=1)
+        agree = np.zeros(data.n_workers)
+        blocks = BlockReader(data, self.chunk_size)
+        for block in blocks:
+            right = block.label == majority[block.start : block.stop][block.task]
+            agree += np.bincount(block.worker, weights=right, minlength=data.n_workers)
+        totals = data.workload
+        self.skills_ = np.divide(agree, totals, out=np.zeros(data.n_workers), where=totals > 0)
+        scores = np.zeros((data.n_tasks, data.n_classes))
+        for block in blocks:
+            cells = block.task.astype(np.int64) * data.n_classes + block.label
+            weights = self.skills_[block.worker]
+            part = np.bincount(cells, weights=weights, minlength=block.n_tasks * data.n_classes)
+            scores[block.start : block.stop] = part.reshape(block.n_tasks, data.n_classes)
+        self.probas_ = vote_shares(scores)
