@@ -129,6 +129,28 @@ def aggregation_outputs(model: Any, data: CrowdData) -> dict[str, Any]:
 )
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--list", "list_", is_flag=True, help="List the strategies and exit.")
+@click.option(
+    "--engine",
+    type=click.Choice(["memory", "dask"]),
+    default="memory",
+    show_default=True,
+    help="In-memory engine, or Dask (DATA: a Parquet file or directory; strategies "
+    "ds, onecoin-ds, mv, naivesoft, glad).",
+)
+@click.option("--scheduler", metavar="ADDRESS", help="Dask scheduler to connect to.")
+@click.option(
+    "--local-workers",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Without --scheduler: worker processes of a LocalCluster.",
+)
+@click.option(
+    "--worker-memory",
+    default="4GB",
+    show_default=True,
+    help="Without --scheduler: memory limit of each local worker.",
+)
 def aggregate(
     data: str | None,
     strategy: str | None,
@@ -139,6 +161,10 @@ def aggregate(
     duplicates: str,
     quiet: bool,
     list_: bool,
+    engine: str,
+    scheduler: str | None,
+    local_workers: int,
+    worker_memory: str,
 ) -> None:
     """Aggregate the annotations in DATA (any supported format) with one strategy.
 
@@ -157,6 +183,21 @@ def aggregate(
     if data is None or strategy is None or output is None:
         raise click.UsageError("DATA, --strategy and --output are required (or use --list)")
     model = make_aggregator(strategy, **_parse_params(params))
+    if engine == "dask":
+        if gold is not None:
+            raise CrowdDataError("--gold is not supported with --engine dask")
+        _aggregate_dask(
+            data,
+            strategy,
+            model,
+            Path(output),
+            quiet,
+            scheduler,
+            local_workers,
+            worker_memory,
+            output_format,
+        )
+        return
     if "progress" in model.get_params():
         model.set_params(progress=not quiet)
     options = {} if detect_format(data) == "matrix" else {"duplicates": duplicates}
@@ -181,3 +222,82 @@ def aggregate(
             json.dump(outputs[name], handle, indent=1)
         written.append(folder / f"{name}.json")
     click.echo(f"{strategy}: {crowd} -> {', '.join(str(p) for p in written)}")
+
+
+def _aggregate_dask(
+    data: str,
+    strategy: str,
+    memory_model: Any,
+    folder: Path,
+    quiet: bool,
+    scheduler: str | None,
+    local_workers: int,
+    worker_memory: str,
+    output_format: str,
+) -> None:
+    """Fit the Dask version of ``memory_model`` (same parameters) and write its outputs."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise CrowdDataError("--engine dask needs dask: pip install 'crowdlearn[dask]'") from None
+    from crowdlearn import distributed as dist
+
+    name = strategy.split("[")[0].strip().lower()
+    if name not in dist.STRATEGIES:
+        raise CrowdDataError(
+            f"strategy {strategy!r} has no Dask engine; choose one of {sorted(dist.STRATEGIES)}"
+        )
+    model = dist.STRATEGIES[name](**memory_model.get_params())
+    if "progress" in model.get_params():
+        model.set_params(progress=not quiet)
+    if scheduler is not None:
+        cluster = None
+        client = Client(scheduler)
+    else:
+        cluster = LocalCluster(
+            n_workers=local_workers,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=worker_memory,
+            dashboard_address=None,
+        )
+        client = Client(cluster)
+    try:
+        model.fit(data, client=client)
+        folder.mkdir(parents=True, exist_ok=True)
+        written = [model.write_parquet(folder / "posteriors")]
+        if hasattr(model, "history_"):
+            written.append(_write_table(model.history_, folder / "history", output_format))
+        crowd = model.crowd_
+        workers = {
+            attribute.rstrip("_"): {
+                str(worker): _jsonable(value)
+                for worker, value in zip(
+                    crowd.worker_ids.tolist(), getattr(model, attribute), strict=True
+                )
+            }
+            for attribute in model.worker_attributes
+            if hasattr(model, attribute)
+        }
+        summary = {
+            "strategy": type(model).__name__,
+            "engine": "dask",
+            "params": {k: _jsonable(v) for k, v in model.get_params().items()},
+            "classes": [_jsonable(c) for c in crowd.classes],
+            "n_tasks": crowd.n_tasks,
+            "n_workers": crowd.n_workers,
+            "n_annotations": crowd.n_annotations,
+            "npartitions": crowd.npartitions,
+        }
+        for attribute in ("priors_", "n_iter_", "converged_"):
+            if hasattr(model, attribute):
+                summary[attribute.rstrip("_")] = _jsonable(getattr(model, attribute))
+        for stem, document in (("workers", workers), ("summary", summary)):
+            with atomic_open(folder / f"{stem}.json") as handle:
+                json.dump(document, handle, indent=1)
+            written.append(folder / f"{stem}.json")
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    click.echo(f"{strategy} (dask): {data} -> {', '.join(str(p) for p in written)}")

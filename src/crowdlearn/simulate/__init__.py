@@ -27,6 +27,7 @@ from crowdlearn.simulate.features import (
     crowd_on_features,
     make_imbalanced,
 )
+from crowdlearn.simulate.large import write_synthetic_parquet
 from crowdlearn.simulate.peerannot import (
     discrete_difficulty,
     hammer_spammer,
@@ -57,4 +58,5 @@ __all__ = [
     "independent_confusion",
     "make_imbalanced",
     "student_teacher",
+    "write_synthetic_parquet",
 ]

@@ -1,0 +1,44 @@
+"""The aggregation methods on Dask (``dask.distributed``), for crowds beyond one machine.
+
+Same class names and parameters as :mod:`crowdlearn.aggregation`;
+``fit(data, client=None, npartitions=None)`` accepts a CrowdData, a Dask DataFrame of
+(task, worker, label) or a Parquet path, and runs on any ``distributed.Client``
+(a ``LocalCluster`` on one machine, the same code on a cluster). Each EM iteration
+maps the in-memory engine's per-block functions over the partitions and reduces their
+sufficient statistics; the per-task posteriors stay on the workers
+(``write_parquet``). See docs/scale.md.
+
+Methods: :class:`DawidSkene`, :class:`OneCoinDawidSkene`, :class:`MajorityVote`,
+:class:`NaiveSoft`, :class:`GLAD`. Importing this module needs dask only when a fit runs.
+"""
+
+from crowdlearn.distributed._estimators import (
+    GLAD,
+    DawidSkene,
+    DistributedFitError,
+    MajorityVote,
+    NaiveSoft,
+    OneCoinDawidSkene,
+)
+from crowdlearn.distributed._partitions import DistributedCrowd, distribute
+
+#: Strategy names of the CLI that the Dask engine runs.
+STRATEGIES = {
+    "ds": DawidSkene,
+    "onecoin-ds": OneCoinDawidSkene,
+    "mv": MajorityVote,
+    "naivesoft": NaiveSoft,
+    "glad": GLAD,
+}
+
+__all__ = [
+    "GLAD",
+    "STRATEGIES",
+    "DawidSkene",
+    "DistributedCrowd",
+    "DistributedFitError",
+    "MajorityVote",
+    "NaiveSoft",
+    "OneCoinDawidSkene",
+    "distribute",
+]
