@@ -18,6 +18,7 @@ from crowdlearn.bench import (  # noqa: F401
     peerannot_simulations,
     read_parquet,
     real_aggregation,
+    scale,
     self_crowd,
 )
 from crowdlearn.bench._registry import BENCHMARKS, BenchResult, machine_description, run
