@@ -21,7 +21,10 @@ from crowdlearn.learning.backbones import MLP, SmallCNN, build_backbone
 from crowdlearn.learning.cmm import CrowdMixture
 from crowdlearn.learning.conal import CoNAL
 from crowdlearn.learning.crowd_layer import CrowdLayer
+from crowdlearn.learning.crowd_layer_self import CrowdLayerSelf
+from crowdlearn.learning.crowding import CrowdInG
 from crowdlearn.learning.dl_em import DLEM
+from crowdlearn.learning.doctor_net import DoctorNet
 from crowdlearn.learning.iced import ICED
 from crowdlearn.learning.self_crowd import SelfCrowd
 from crowdlearn.learning.two_stage import Supervised, TwoStage
@@ -68,6 +71,19 @@ register_learner(
     "Crowd Mixture Model (CMM): M groups of confusions, individual or global setting",
 )
 register_learner(
+    "crowding",
+    CrowdInG,
+    "CrowdInG (Chu & Wang 2021): GAN annotation augmentation with mutual information and CRM",
+)
+register_learner(
+    "doctornet", DoctorNet, "Doctor Net (Guan et al. 2018): one head per annotator, weighted vote"
+)
+register_learner(
+    "dl-cl+self",
+    CrowdLayerSelf,
+    "DL-CL+Self: fill every missing annotation with a pre-trained Crowd Layer, retrain",
+)
+register_learner(
     "iced",
     ICED,
     "ICED (Wang et al.): certainty warm-up, Dawid-Skene and synthetic minority samples",
@@ -87,8 +103,11 @@ __all__ = [
     "TRAINING_PARAMS",
     "BaseLearner",
     "CoNAL",
+    "CrowdInG",
     "CrowdLayer",
+    "CrowdLayerSelf",
     "CrowdMixture",
+    "DoctorNet",
     "SelfCrowd",
     "SmallCNN",
     "Supervised",

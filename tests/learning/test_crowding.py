@@ -1,0 +1,203 @@
+"""CrowdInG: its losses, LCA matrix, selection, two-step split and a short training."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from crowdlearn.learning import LEARNERS, register_learner
+from crowdlearn.learning.crowding import (
+    VARIANTS,
+    CrowdInG,
+    crm_loss,
+    entropy_split,
+    lca_matrix,
+    normalised_entropy,
+    select_generated,
+)
+from crowdlearn.simulate import crowd_on_features
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def crowd():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(240, 5)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.8).astype(int)
+    data = crowd_on_features(X, y, n_workers=8, labels_per_task=2, seed=3)
+    return data, X, y
+
+
+def test_crm_losses_match_a_hand_computation():
+    delta = torch.tensor([0.5, -1.0, 2.0])
+    logged = torch.tensor([0.5, 0.25, 0.8])
+    current = torch.tensor([0.4, 0.5, 0.2], requires_grad=True)
+    mu = 0.3
+    loss = crm_loss(delta, mu, current, logged)
+    hand = ((0.5 - 0.3) * 0.4 / 0.5 + (-1.0 - 0.3) * 0.5 / 0.25 + (2.0 - 0.3) * 0.2 / 0.8) / 3
+    assert float(loss.detach()) == pytest.approx(hand)
+    loss.backward()
+    # d loss / d current_i = (delta_i - mu) / (n * logged_i); delta and logged get none
+    expected = np.array([0.2 / 0.5, -1.3 / 0.25, 1.7 / 0.8]) / 3
+    assert np.allclose(current.grad.numpy(), expected)
+
+
+def test_eq5_and_eq6_on_a_toy_batch(crowd):
+    """The generator's (eq. 5) and the classifier's (eq. 6) losses of the learner on a
+    logged batch equal the formula computed by hand from D, Q, G and G_0."""
+    data, X, _y = crowd
+    model = CrowdInG(max_epochs=1, gan_epochs=1, updates_per_epoch=1, gan_pretrain_epochs=1,
+                     lam=0.7, mu=0.2, dropout=0.0).fit(data)  # fmt: skip
+    from crowdlearn.learning.crowding import _pairs_of, _State
+
+    module, r = model.module_, data.n_workers
+    x = torch.as_tensor(X)
+    state = _State(data, x, x, np.zeros(data.n_tasks * r, bool), np.ones(r, int), "cpu")
+    logged = model._log(module, state, np.random.default_rng(0))
+    pairs = _pairs_of(np.array([0, 1]), r, "cpu")
+    lg, delta = model._deltas(module, state, logged, pairs)
+    task, worker, lab = pairs // r, pairs % r, logged.label[pairs]
+    disc, gen = module["discriminator"], module["generator"]
+    with torch.no_grad():
+        d = torch.sigmoid(disc.scores(x[task], worker))[torch.arange(len(pairs)), lab]
+        q = torch.softmax(disc.q_logits(x[task], worker, lab), dim=1)
+        info = (logged.zhat[task] * torch.log(q)).sum(dim=1)
+        g = torch.softmax(gen(x[task], worker, logged.eps[pairs], logged.zhat[task]), dim=1)
+        g_y = g[torch.arange(len(pairs)), lab]
+        zc = torch.softmax(module["classifier"](x[:2]), dim=1)[task]
+        gc = torch.softmax(gen(x[task], worker, logged.eps[pairs], zc), dim=1)
+        gc_y = gc[torch.arange(len(pairs)), lab]
+    assert torch.allclose(lg, torch.log(1 - d), atol=1e-5)
+    assert torch.allclose(delta, torch.log(1 - d) - 0.7 * info, atol=1e-5)
+    # at the logging policy itself G = G_0 and eq. 5 is the mean of delta - mu
+    g5 = crm_loss(delta, 0.2, g_y, logged.logged[pairs])
+    assert float(g5) == pytest.approx(float((delta - 0.2).mean()), abs=1e-5)
+    hand6 = float(((torch.log(1 - d) - 0.2) * gc_y / logged.logged[pairs]).mean())
+    assert float(crm_loss(lg, 0.2, gc_y, logged.logged[pairs])) == pytest.approx(hand6, 1e-5)
+
+
+def test_lca_matrix_is_symmetric_normalised():
+    task = [0, 0, 0, 1, 1, 2, 2, 3]
+    worker = [0, 1, 2, 0, 1, 1, 2, 0]
+    label = [0, 1, 1, 2, 0, 1, 1, 2]
+    m = lca_matrix(task, worker, label, 4)
+    assert np.allclose(m, m.T)
+    # rebuild D^-1/2 (A + I) D^-1/2 by hand
+    counts = np.zeros((4, 4))
+    counts[0, 1] = counts[1, 0] = 2  # task 0: (0,1) twice
+    counts[0, 2] = counts[2, 0] = 1  # task 1
+    n = np.array([2, 4, 2, 0], float)
+    a = np.zeros((4, 4))
+    for i, j in [(0, 1), (1, 0), (0, 2), (2, 0)]:
+        a[i, j] = counts[i, j] / np.sqrt(n[i] * n[j])
+    a += np.eye(4)
+    d = a.sum(axis=1)
+    assert np.allclose(m, a / np.sqrt(np.outer(d, d)))
+    assert np.isclose(np.abs(np.linalg.eigvalsh(m)).max(), 1.0)
+    assert m[3, 3] == 1.0 and m[3, :3].sum() == 0  # an unseen class is isolated
+
+
+def test_selection_draws_the_requested_counts_per_annotator():
+    rng = np.random.default_rng(0)
+    pair_worker = np.repeat(np.arange(4), [50, 30, 5, 0])
+    entropy = rng.uniform(0.01, 2.0, size=len(pair_worker))
+    counts = np.array([10, 30, 8, 3])
+    for rule in ("entropy", "random"):
+        picked = select_generated(pair_worker, entropy, counts, rng, rule)
+        assert len(np.unique(picked)) == len(picked)
+        assert np.bincount(pair_worker[picked], minlength=4).tolist() == [10, 30, 5, 0]
+    # entropy rule favours confident (low-entropy) generations
+    entropy = np.where(np.arange(50) < 25, 0.01, 2.0)
+    low = [
+        np.mean(select_generated(np.zeros(50, int), entropy, np.array([10]), rng) < 25)
+        for _ in range(30)
+    ]
+    assert np.mean(low) > 0.9
+
+
+def test_two_step_split_follows_t():
+    proba = np.array([[1.0, 0.0, 0.0], [0.8, 0.1, 0.1], [1 / 3, 1 / 3, 1 / 3], [0.5, 0.5, 0.0]])
+    h = normalised_entropy(proba)
+    assert h[0] == pytest.approx(0, abs=1e-9) and h[2] == pytest.approx(1)
+    assert entropy_split(proba, 0.2).tolist() == [True, False, False, False]
+    assert entropy_split(proba, 0.7).tolist() == [True, True, False, True]
+    assert entropy_split(proba, 1.01).all()
+
+
+def test_history_counts_low_entropy_tasks(crowd):
+    data, _X, _y = crowd
+    model = CrowdInG(max_epochs=2, gan_epochs=1, updates_per_epoch=1, t=1.0).fit(data)
+    assert model.history_["n_low"].iloc[1] == data.n_tasks
+    model = CrowdInG(max_epochs=2, gan_epochs=1, updates_per_epoch=1, t=0.0).fit(data)
+    assert model.history_["n_low"].iloc[1] == 0
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_variants_train_without_nan(crowd, variant):
+    data, X, y = crowd
+    model = CrowdInG(max_epochs=3, gan_epochs=3, updates_per_epoch=2, gan_pretrain_epochs=2,
+                     **VARIANTS[variant]).fit(data, (X, y))  # fmt: skip
+    history = model.history_
+    columns = ["d_loss", "g_loss", "c_loss", "info_loss", "valid_accuracy"]
+    assert list(history["epoch"]) == [0, 1, 2, 3]
+    assert np.isfinite(history.loc[1:, columns].to_numpy(dtype=float)).all()
+    for name in model.module_.state_dict():
+        assert torch.isfinite(model.module_.state_dict()[name]).all()
+    proba = model.predict_proba(X)
+    assert proba.shape == (len(X), data.n_classes) and np.allclose(proba.sum(axis=1), 1)
+    # the kept classifier is the best validation epoch
+    assert (
+        history["valid_accuracy"].iloc[model.best_epoch_] == history["valid_accuracy"].max()
+        or variant == "DL-CL+InG"
+    )
+
+
+def test_expanded_annotations_fill_every_pair(crowd, tmp_path):
+    data, X, _y = crowd
+    model = CrowdInG(max_epochs=2, gan_epochs=1, updates_per_epoch=1).fit(data)
+    expanded = model.expanded_annotations(data)
+    assert expanded.n_annotations == data.n_tasks * data.n_workers
+    pairs = expanded.task.astype(np.int64) * data.n_workers + expanded.worker
+    assert len(np.unique(pairs)) == len(pairs)
+    assert (expanded.label[: data.n_annotations] == data.label).all()
+    model.save(tmp_path / "m.pt")
+    loaded = CrowdInG.load(tmp_path / "m.pt")
+    assert np.allclose(loaded.predict_proba(X), model.predict_proba(X))
+    assert np.allclose(loaded.lca_, model.lca_)
+
+
+def test_same_seed_same_model(crowd):
+    data, X, _y = crowd
+    a = CrowdInG(max_epochs=2, gan_epochs=2, updates_per_epoch=1).fit(data)
+    b = CrowdInG(max_epochs=2, gan_epochs=2, updates_per_epoch=1).fit(data)
+    assert np.allclose(a.predict_proba(X), b.predict_proba(X))
+
+
+def test_cli_learn_crowding(tmp_path):
+    from crowdlearn.cli import cli
+
+    if "crowding" not in LEARNERS:
+        register_learner("crowding", CrowdInG, "CrowdInG (Chu & Wang 2021)")
+    runner = CliRunner()
+    simulated = runner.invoke(
+        cli,
+        ["simulate", "crowd-on-features", "--n-worker", "6", "--labels-per-task", "2",
+         "-o", str(tmp_path / "sim")],
+    )  # fmt: skip
+    assert simulated.exit_code == 0, simulated.output
+    result = runner.invoke(
+        cli,
+        ["learn", str(tmp_path / "sim"), "-s", "crowding[info_loss=false]",
+         "--param", "gan_epochs=2", "--param", "updates_per_epoch=1", "--epochs", "2",
+         "-o", str(tmp_path / "out"), "--quiet"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["method"] == "CrowdInG" and summary["params"]["info_loss"] == "False"
+    history = (tmp_path / "out" / "history.csv").read_text().splitlines()
+    assert history[0].startswith("epoch,d_loss,g_loss,c_loss,info_loss") and len(history) == 4
