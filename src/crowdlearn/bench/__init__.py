@@ -11,6 +11,7 @@ smoke tests.
 from crowdlearn.bench import (  # noqa: F401
     aggregation_speed,
     cmm_scaling,
+    crowding_bench,
     iced_bench,
     identify_bench,
     learning_labelme,
