@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
 
 import numpy as np
@@ -421,3 +422,65 @@ def test_write_parquet_refuses_ids_it_cannot_store_before_writing(tmp_path):
     with pytest.raises(CrowdDataError, match="task ids cannot be stored in Parquet"):
         write_parquet(data, tmp_path / "a.parquet")
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------- batched reads
+
+
+def _random_frame(rng: np.random.Generator, n: int, text: bool) -> pd.DataFrame:
+    tasks = rng.integers(0, 40, n) * 7 - 50
+    workers = rng.integers(0, 9, n)
+    frame = pd.DataFrame(
+        {
+            "task": [f"t{t}" for t in tasks] if text else tasks,
+            "worker": [f"w{w}" for w in workers] if text else workers.astype(np.int32),
+            "label": rng.choice(["cat", "dog", "eel"], n),
+            "extra": rng.random(n),
+        }
+    ).drop_duplicates(["task", "worker"], ignore_index=True)
+    truth = {t: ["cat", "dog", "eel"][i % 3] for i, t in enumerate(sorted(set(frame["task"])))}
+    frame["truth"] = [truth[t] if i % 4 else None for i, t in enumerate(frame["task"])]
+    return frame
+
+
+@pytest.mark.parametrize("text", [False, True])
+@pytest.mark.parametrize("batch_rows", [1, 3, 1 << 20])
+def test_read_parquet_in_batches_equals_reading_the_whole_frame(
+    tmp_path, monkeypatch, text, batch_rows
+):
+    monkeypatch.setattr("crowdlearn.io.longform._BATCH_ROWS", batch_rows)
+    rng = np.random.default_rng(3)
+    frame = _random_frame(rng, 200, text)
+    # Truth per task must agree across rows: keep one value per task, null elsewhere.
+    first = ~frame["task"].duplicated()
+    frame.loc[~first, "truth"] = None
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    bounds = [0, 37, 38, 120, len(frame)]
+    for i, (start, stop) in enumerate(itertools.pairwise(bounds)):
+        frame.iloc[start:stop].to_parquet(folder / f"p{i}.parquet", row_group_size=11)
+    data = read_parquet(folder)
+    assert data == CrowdData.from_frame(frame, truth="truth")
+    assert data.task_ids.tolist() == sorted(set(frame["task"]))
+    assert data.worker_ids.tolist() == sorted(set(frame["worker"]))
+    assert data.classes.tolist() == ["cat", "dog", "eel"]
+    assert read_parquet(folder, truth=None) == CrowdData.from_frame(frame.drop(columns="truth"))
+
+
+def test_read_parquet_in_batches_null_rows_and_missing_columns(tmp_path, monkeypatch):
+    monkeypatch.setattr("crowdlearn.io.longform._BATCH_ROWS", 2)
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    pq.write_table(
+        pa.table({"task": ["a", "b", "c"], "worker": [1, 1, 1], "label": [0, 1, 0]}),
+        folder / "a.parquet",
+    )
+    pq.write_table(
+        pa.table({"task": ["d", None, "e"], "worker": [2, 2, 2], "label": [0, 1, 0]}),
+        folder / "b.parquet",
+    )
+    with pytest.raises(CrowdDataError, match=r"column 'task' has 1 empty.*rows \[4\]"):
+        read_parquet(folder)
+    pq.write_table(pa.table({"task": ["d"], "label": [0]}), folder / "b.parquet")
+    with pytest.raises(CrowdDataError, match=r"missing column\(s\) \['worker'\] in b\.parquet"):
+        read_parquet(folder)

@@ -1,11 +1,13 @@
 """Turning Arrow columns of ids into integer codes without one Python object per row.
 
-A :class:`Column` yields its chunks (plain or dictionary-encoded Arrow arrays) each
-time it is asked, so a Parquet column can be streamed row group by row group.
-Encoding takes two passes over the chunks: the distinct non-null values (hashing,
-or the dictionaries that dictionary-encoded chunks already carry), then, once each
-distinct value has its code (sorted order, like :meth:`CrowdData.from_arrays`, or
-its position in a declared id list), a gather per chunk into one preallocated array.
+A :class:`Column` yields its chunks (plain or dictionary-encoded Arrow arrays, e.g.
+the record batches of a Parquet file). Encoding reads each column once: every chunk
+is dictionary-encoded (``pyarrow.compute.dictionary_encode``; Parquet text chunks
+come encoded already) and its int32 indices go into one preallocated array. The
+chunk dictionaries, which are small next to the rows (a chunk's distinct ids), are
+then unified in a single hashing pass; once each distinct value has its code (sorted
+order, like :meth:`CrowdData.from_arrays`, or its position in a declared id list),
+each chunk's indices are remapped in place by a vectorised gather.
 """
 
 from __future__ import annotations
@@ -41,11 +43,14 @@ class Column:
     """
 
     chunks: Callable[[], Iterable[pa.Array]]
+    #: Number of rows when known in advance (a Parquet footer); otherwise the
+    #: chunks are counted first.
+    length: int | None = None
 
     @classmethod
     def of(cls, array: pa.ChunkedArray) -> Column:
         """A column held in memory."""
-        return cls(lambda: array.chunks)
+        return cls(lambda: array.chunks, len(array))
 
 
 def encode(
@@ -87,7 +92,22 @@ def encode(
     CrowdDataError
         When the columns mix value types, or a value is not among the declared ids.
     """
-    values, lengths = _distinct(columns)
+    local = [_local_codes(column) for column in columns]
+    dictionaries = [d for _, parts in local for _, _, d in parts]
+    value_types = {d.type for d in dictionaries}
+    if len(value_types) > 1:
+        raise CrowdDataError(
+            f"the ids mix value types {sorted(map(str, value_types))}; use one type"
+        )
+    if dictionaries:
+        # One hashing pass over all chunk dictionaries: the distinct values, and the
+        # position of each chunk-dictionary entry among them.
+        unified = pc.dictionary_encode(pa.concat_arrays(dictionaries))
+        values = unified.dictionary
+        entry_value = pc.fill_null(unified.indices, -1).to_numpy()
+    else:
+        values = pa.array([], type=pa.string())
+        entry_value = np.empty(0, dtype=np.int32)
     if declared is not None:
         ids = as_id_array(declared)
         if as_text:
@@ -102,17 +122,29 @@ def encode(
         code_of_value = np.empty(len(order), dtype=np.int64)
         code_of_value[order] = np.arange(len(order))
         ids = typed.take(pa.array(order)).to_numpy(zero_copy_only=False)
-    code_of_value = code_of_value.astype(_code_dtype(len(ids)))
+    dtype = _code_dtype(len(ids))
+    code_of_value = code_of_value.astype(dtype)
     undeclared = np.flatnonzero(code_of_value == UNDECLARED)
     if len(undeclared):
         raise CrowdDataError(
             f"{what} ids {show(values.take(pa.array(undeclared)).to_pylist())} are not "
             f"among the {len(ids)} declared {what} ids"
         )
-    codes = [
-        _row_codes(column, length, values, code_of_value)
-        for column, length in zip(columns, lengths, strict=True)
-    ]
+    # Index -1 (a null entry or a null row) takes the last slot: MISSING.
+    code_of_entry = np.append(code_of_value, dtype.type(MISSING))[entry_value]
+    codes = []
+    offset = 0
+    while local:
+        rows, parts = local.pop(0)
+        # int32 codes overwrite the chunk indices in place; narrower ones get their
+        # own array, freeing the indices as soon as the column is done.
+        out = rows if dtype == rows.dtype else np.empty(len(rows), dtype=dtype)
+        for start, stop, dictionary in parts:
+            table = np.append(code_of_entry[offset : offset + len(dictionary)], MISSING)
+            out[start:stop] = table.astype(dtype, copy=False)[rows[start:stop]]
+            offset += len(dictionary)
+        del rows
+        codes.append(out)
     return codes, ids
 
 
@@ -151,38 +183,37 @@ def truth_by_task(
     return per_task, conflicts
 
 
-def _distinct(columns: Sequence[Column]) -> tuple[pa.Array, list[int]]:
-    """Distinct non-null values of the columns and the length of each column.
-
-    A dictionary chunk contributes the dictionary entries its rows use. The plain
-    chunks of a column are hashed together in one table: merging per-chunk results
-    would hash most values once per chunk.
-    """
-    parts: list[pa.Array] = []
-    value_types: set[pa.DataType] = set()
-    lengths = []
-    for column in columns:
-        plain: list[pa.Array] = []
-        length = 0
-        for chunk in column.chunks():
-            length += len(chunk)
-            if pa.types.is_dictionary(chunk.type):
-                value_types.add(chunk.type.value_type)
-                parts.append(chunk.dictionary.take(pc.unique(chunk.indices).drop_null()))
-            else:
-                value_types.add(chunk.type)
-                plain.append(chunk)
-            if len(value_types) > 1:
-                raise CrowdDataError(
-                    f"the ids mix value types {sorted(map(str, value_types))}; use one type"
-                )
-        lengths.append(length)
-        if plain:
-            parts.append(pc.unique(pa.chunked_array(plain)))
-    if not parts:
-        return pa.array([], type=pa.string()), lengths
-    values = parts[0] if len(parts) == 1 else pc.unique(pa.concat_arrays(parts))
-    return values.drop_null(), lengths
+def _local_codes(column: Column) -> tuple[np.ndarray, list[tuple[int, int, pa.Array]]]:
+    """Each row's index into its chunk's dictionary (int32, -1 for null) and, per
+    chunk, its row range and dictionary (only the entries its rows use)."""
+    length = column.length
+    if length is None:
+        length = sum(len(chunk) for chunk in column.chunks())
+    rows = np.empty(length, dtype=np.int32)
+    parts = []
+    start = 0
+    for chunk in column.chunks():
+        stop = start + len(chunk)
+        if stop > length:
+            raise CrowdDataError(f"the column has more than the expected {length} rows")
+        if pa.types.is_dictionary(chunk.type):
+            indices = pc.fill_null(chunk.indices, -1).to_numpy().astype(np.int32, copy=False)
+            used = np.flatnonzero(
+                np.bincount(indices[indices >= 0], minlength=len(chunk.dictionary))
+            )
+            dictionary = chunk.dictionary.take(pa.array(used))
+            if len(used) < len(chunk.dictionary):
+                renumber = np.full(len(chunk.dictionary) + 1, -1, dtype=np.int32)
+                renumber[used] = np.arange(len(used), dtype=np.int32)
+                indices = renumber[indices]
+        else:
+            encoded = pc.dictionary_encode(chunk)
+            dictionary = encoded.dictionary
+            indices = pc.fill_null(encoded.indices, -1).to_numpy()
+        rows[start:stop] = indices
+        parts.append((start, stop, dictionary))
+        start = stop
+    return rows[:start], parts
 
 
 def _code_dtype(n_ids: int) -> np.dtype:
@@ -201,27 +232,3 @@ def _declared_as(declared: np.ndarray, value_type: pa.DataType, what: str) -> pa
         raise CrowdDataError(
             f"the declared {what} ids do not have the column's type {value_type}: {exc}"
         ) from None
-
-
-def _row_codes(
-    column: Column, length: int, values: pa.Array, code_of_value: np.ndarray
-) -> np.ndarray:
-    """Gather the code of each row, chunk by chunk, into one array."""
-    missing = code_of_value.dtype.type(MISSING)
-    # One slot past the distinct values stands for null.
-    lookup = np.append(code_of_value, missing)
-    null_slot = len(values)
-    codes = np.empty(length, dtype=code_of_value.dtype)
-    start = 0
-    for chunk in column.chunks():
-        stop = start + len(chunk)
-        if pa.types.is_dictionary(chunk.type):
-            entry = pc.fill_null(pc.index_in(chunk.dictionary, value_set=values), null_slot)
-            table = np.append(lookup[entry.to_numpy()], missing)
-            rows = pc.fill_null(chunk.indices, len(chunk.dictionary)).to_numpy()
-            np.take(table, rows, out=codes[start:stop])
-        else:
-            rows = pc.fill_null(pc.index_in(chunk, value_set=values), null_slot).to_numpy()
-            np.take(lookup, rows, out=codes[start:stop])
-        start = stop
-    return codes

@@ -51,6 +51,8 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 _METADATA_VERSION = 1
 #: Rows handed to the CSV writer at a time, to bound the memory of the row tuples.
 _CSV_BLOCK = 100_000
+#: Rows per record batch read from Parquet (bounds the per-batch temporaries).
+_BATCH_ROWS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -223,12 +225,13 @@ def read_parquet(
 ) -> CrowdData:
     """Read a long Parquet file, or a directory of ``*.parquet`` files.
 
-    Columns are read one at a time, row group by row group, and encoded with
-    pyarrow compute (text columns through their Parquet dictionaries), so memory
-    stays near the final int32 code arrays: one pass finds the distinct ids, a
-    second one gathers each row's code. When the files carry the metadata written
-    by :func:`write_parquet`, it restores the classes, declared-but-unused ids, the
-    code order and anonymity exactly.
+    Columns are read one at a time, in one pass of record batches, and encoded with
+    pyarrow compute: each batch is dictionary-encoded (text columns come encoded from
+    their Parquet dictionaries) into one preallocated int32 array of indices, the
+    batch dictionaries are unified once, and the indices are remapped in place to the
+    final codes, so memory stays near the int32 code arrays. When the files carry the
+    metadata written by :func:`write_parquet`, it restores the classes,
+    declared-but-unused ids, the code order and anonymity exactly.
 
     Parameters
     ----------
@@ -267,10 +270,11 @@ def read_parquet(
         has_truth = [truth in footer.schema_arrow.names for footer in footers]
         if any(has_truth) and not all(has_truth):
             raise CrowdDataError(f"only some files have the truth column {truth!r}")
-        if sum(footer.num_rows for footer in footers) == 0:
+        n_rows = sum(footer.num_rows for footer in footers)
+        if n_rows == 0:
             raise CrowdDataError("there are no annotation rows")
         data = _assemble(
-            lambda name: _parquet_column(files, name),
+            lambda name: _parquet_column(files, name, n_rows),
             task=task,
             worker=worker,
             label=label,
@@ -397,21 +401,20 @@ def _parquet_footer(file: Path) -> _Footer:
     return _Footer(file, parquet.schema_arrow, parquet.metadata.num_rows)
 
 
-def _parquet_column(files: list[Path], name: str) -> Column:
-    """One column of the files, streamed row group by row group; text comes
-    dictionary-encoded (straight from the Parquet dictionary pages)."""
+def _parquet_column(files: list[Path], name: str, length: int) -> Column:
+    """One column of the files, streamed in record batches of at most ``_BATCH_ROWS``
+    rows; text comes dictionary-encoded (straight from the Parquet dictionary pages)."""
 
     def chunks() -> Iterator[pa.Array]:
         for file in files:
             try:
                 parquet = pq.ParquetFile(file, read_dictionary=[name])
-                for group in range(parquet.num_row_groups):
-                    column = parquet.read_row_group(group, columns=[name]).column(0)
-                    yield from (normalise(chunk) for chunk in column.chunks)
+                for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=[name]):
+                    yield normalise(batch.column(0))
             except (pa.ArrowException, OSError) as exc:
                 raise CrowdDataError(f"{file}: cannot read column {name!r}: {exc}") from None
 
-    return Column(chunks)
+    return Column(chunks, length)
 
 
 def _parquet_declared(schemas: list[pa.Schema]) -> _Declared:
