@@ -9,6 +9,7 @@ import pytest
 
 from crowdlearn import CrowdData
 from crowdlearn.aggregation import (
+    GLAD,
     DawidSkene,
     MajorityVote,
     NaiveSoft,
@@ -101,3 +102,39 @@ def test_chunked_votes_equal_unchunked(crowd, shuffled, model, chunk_size):
         np.testing.assert_array_equal(chunked.labels_, reference.labels_)
         if hasattr(reference, "skills_"):
             np.testing.assert_allclose(chunked.skills_, reference.skills_, atol=1e-12)
+
+
+@pytest.mark.parametrize("chunk_size", [1, 97, 10**9])
+def test_chunked_naive_soft_equals_unchunked(crowd, shuffled, chunk_size):
+    for data in (crowd, shuffled):
+        reference = NaiveSoft().fit(data)
+        chunked = NaiveSoft(chunk_size=chunk_size).fit(data)
+        np.testing.assert_allclose(chunked.probas_, reference.probas_, rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(chunked.labels_, reference.labels_)
+
+
+@pytest.mark.parametrize("class_prior", ["uniform", "learn"])
+@pytest.mark.parametrize("chunk_size", [1, 97, 10**9])
+def test_chunked_glad_equals_unchunked(crowd, shuffled, class_prior, chunk_size):
+    for data in (crowd, shuffled):
+        reference = GLAD(max_iter=15, class_prior=class_prior).fit(data)
+        chunked = GLAD(max_iter=15, class_prior=class_prior, chunk_size=chunk_size).fit(data)
+        np.testing.assert_allclose(chunked.probas_, reference.probas_, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(chunked.alphas_, reference.alphas_, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(chunked.betas_, reference.betas_, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(
+            chunked.history_["objective"], reference.history_["objective"], rtol=1e-12
+        )
+        assert chunked.n_iter_ == reference.n_iter_
+
+
+def test_chunked_glad_float32(crowd):
+    reference = GLAD(max_iter=10, dtype="float32").fit(crowd)
+    chunked = GLAD(max_iter=10, dtype="float32", chunk_size=150).fit(crowd)
+    assert chunked.probas_.dtype == np.float32
+    np.testing.assert_allclose(chunked.probas_, reference.probas_, atol=1e-5)
+
+
+def test_glad_bad_chunk_size(crowd):
+    with pytest.raises(ValueError, match="chunk_size"):
+        GLAD(chunk_size=0).fit(crowd)

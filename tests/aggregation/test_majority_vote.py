@@ -90,7 +90,7 @@ def test_pandas_adapters_are_keyed_by_task_ids():
 
 def test_estimator_contract():
     model = NaiveSoft(tie_break="lowest", random_state=3)
-    assert model.get_params() == {"tie_break": "lowest", "random_state": 3}
+    assert model.get_params() == {"tie_break": "lowest", "random_state": 3, "chunk_size": None}
     assert clone(model).get_params() == model.get_params()
     with pytest.raises(NotFittedError):
         model.predict()

@@ -37,7 +37,12 @@ from typing import Any, Literal
 import numpy as np
 
 from crowdlearn.aggregation._base import IterativeAggregator, TieBreak, float_dtype
-from crowdlearn.aggregation._correctness import correctness_log_scores, posterior_of_given_label
+from crowdlearn.aggregation._blocks import BlockReader
+from crowdlearn.aggregation._correctness import (
+    correctness_log_scores,
+    correctness_scores,
+    posterior_of_given_label,
+)
 from crowdlearn.aggregation._design import class_priors, normalise_log
 from crowdlearn.data import CrowdData
 
@@ -66,6 +71,12 @@ class GLAD(IterativeAggregator):
     tie_break : {"random", "lowest"}, default "random"
     random_state : int, default 0
     progress : bool, default False
+    chunk_size : int, optional
+        Run both EM steps on blocks of about this many annotations (whole tasks), so
+        that no temporary has the annotations' size: the worker-ability sums are
+        accumulated block by block, the task parameters and posteriors are computed
+        per block. None (default) works on all annotations at once. Same results
+        either way up to floating-point rounding (docs/scale.md).
 
     Attributes
     ----------
@@ -103,6 +114,7 @@ class GLAD(IterativeAggregator):
         tie_break: TieBreak = "random",
         random_state: int | None = 0,
         progress: bool = False,
+        chunk_size: int | None = None,
     ) -> None:
         self.max_iter = max_iter
         self.tol = tol
@@ -114,6 +126,7 @@ class GLAD(IterativeAggregator):
         self.tie_break = tie_break
         self.random_state = random_state
         self.progress = progress
+        self.chunk_size = chunk_size
 
     def _initialize(self, data: CrowdData, **_: Any) -> None:
         if self.class_prior not in ("uniform", "learn"):
@@ -124,9 +137,18 @@ class GLAD(IterativeAggregator):
         self.alphas_ = np.full(data.n_workers, float(self.alpha_prior_mean))
         self._log_betas = np.full(data.n_tasks, float(self.log_beta_prior_mean))
         self.priors_ = np.full(data.n_classes, 1.0 / data.n_classes)
+        self._blocks = None if self.chunk_size is None else BlockReader(data, self.chunk_size)
         self._e_step(data)  # posteriors under the initial parameters
 
     def _m_step(self, data: CrowdData) -> None:
+        if self._blocks is not None:
+            self._chunked_m_step(data)
+        else:
+            self._whole_m_step(data)
+        if self.class_prior == "learn":
+            self.priors_ = class_priors(self.probas_, self._annotated)
+
+    def _whole_m_step(self, data: CrowdData) -> None:
         right = posterior_of_given_label(data, self.probas_).astype(np.float64)
         terms = _QTerms(right, self._log_k_minus_1)
         for _ in range(self.m_step_max_iter):
@@ -150,10 +172,59 @@ class GLAD(IterativeAggregator):
             )
             if max(alpha_step, beta_step) < 1e-6:
                 break
-        if self.class_prior == "learn":
-            self.priors_ = class_priors(self.probas_, self._annotated)
+
+    def _chunked_m_step(self, data: CrowdData) -> None:
+        """The M-step block by block: per-worker sums accumulated over the blocks for
+        each ``alpha`` Newton step (and step halving), then each block's own ``b_i``
+        step (a task never spans blocks)."""
+        blocks = self._blocks
+        probas = self.probas_
+        terms_of = self._block_terms
+
+        def alpha_sums(alphas: np.ndarray, derivatives: bool = True) -> list[np.ndarray]:
+            totals: list[np.ndarray] | None = None
+            for block in blocks:
+                terms = terms_of(block, probas)
+                beta = np.exp(self._log_betas[block.start : block.stop])[block.task]
+                parts = [
+                    np.bincount(block.worker, weights=weights, minlength=data.n_workers)
+                    for weights in terms.by_alpha(alphas[block.worker], beta, derivatives)
+                ]
+                if totals is None:
+                    totals = parts
+                else:
+                    for total, part in zip(totals, parts, strict=True):
+                        total += part
+            assert totals is not None
+            return totals
+
+        for _ in range(self.m_step_max_iter):
+            alpha_step = newton_step(self.alphas_, self.alpha_prior_mean, alpha_sums)
+            beta_step = 0.0
+            for block in blocks:
+                terms = terms_of(block, probas)
+                alpha = self.alphas_[block.worker]
+                log_betas = self._log_betas[block.start : block.stop]  # a view: set in place
+                step = _safeguarded_step(
+                    log_betas,
+                    self.log_beta_prior_mean,
+                    block.task,
+                    lambda values, derivatives=True, a=alpha, b=block, q=terms: q.by_log_beta(
+                        a, np.exp(values)[b.task], derivatives
+                    ),
+                )
+                beta_step = max(beta_step, step)
+            if max(alpha_step, beta_step) < 1e-6:
+                break
+
+    def _block_terms(self, block: Any, probas: np.ndarray) -> _QTerms:
+        """Q terms of a block's annotations under the current posteriors."""
+        right = probas[block.start : block.stop][block.task, block.label]
+        return _QTerms(right.astype(np.float64), self._log_k_minus_1)
 
     def _e_step(self, data: CrowdData) -> float:
+        if self._blocks is not None:
+            return self._chunked_e_step(data)
         x = self.alphas_[data.worker] * np.exp(self._log_betas[data.task])
         log_correct = log_sigmoid(x)
         log_wrong = (log_correct - x - self._log_k_minus_1).astype(self._dtype)
@@ -161,6 +232,32 @@ class GLAD(IterativeAggregator):
         log_scores = correctness_log_scores(data, log_correct, log_wrong, np.log(self.priors_))
         self.probas_, log_norm = normalise_log(log_scores)
         return float(log_norm.sum()) + self._log_parameter_prior()
+
+    def _chunked_e_step(self, data: CrowdData) -> float:
+        """The E-step block by block, into one (n_tasks, K) posterior array."""
+        probas = np.empty((data.n_tasks, data.n_classes), dtype=self._dtype)
+        log_prior = np.log(self.priors_)
+        log_likelihood = 0.0
+        for block in self._blocks:
+            x = self.alphas_[block.worker] * np.exp(
+                self._log_betas[block.start : block.stop][block.task]
+            )
+            log_correct = log_sigmoid(x)
+            log_wrong = (log_correct - x - self._log_k_minus_1).astype(self._dtype)
+            log_correct = log_correct.astype(self._dtype)
+            log_scores = correctness_scores(
+                block.task,
+                block.label,
+                block.n_tasks,
+                data.n_classes,
+                log_correct,
+                log_wrong,
+                log_prior,
+            )
+            probas[block.start : block.stop], log_norm = normalise_log(log_scores)
+            log_likelihood += float(log_norm.sum())
+        self.probas_ = probas
+        return log_likelihood + self._log_parameter_prior()
 
     def _log_parameter_prior(self) -> float:
         """Gaussian log-prior of the parameters (up to a constant): part of the MAP

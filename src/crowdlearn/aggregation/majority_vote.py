@@ -87,6 +87,10 @@ class NaiveSoft(BaseAggregator):
     tie_break : {"random", "lowest"}, default "random"
         How ``labels_`` (the argmax) breaks ties; see :class:`MajorityVote`.
     random_state : int, default 0
+    chunk_size : int, optional
+        Count the votes in blocks of about this many annotations, as in
+        :class:`MajorityVote`; None (default) uses the data's cached sparse vote
+        counts. Same results either way (docs/scale.md).
 
     Attributes
     ----------
@@ -103,9 +107,15 @@ class NaiveSoft(BaseAggregator):
            [1.   , 0.   ]])
     """
 
-    def __init__(self, tie_break: TieBreak = "random", random_state: int | None = 0) -> None:
+    def __init__(
+        self,
+        tie_break: TieBreak = "random",
+        random_state: int | None = 0,
+        chunk_size: int | None = None,
+    ) -> None:
         self.tie_break = tie_break
         self.random_state = random_state
+        self.chunk_size = chunk_size
 
     def _fit(self, data: CrowdData) -> None:
-        self.probas_ = vote_frequencies(data)
+        self.probas_ = vote_frequencies(data, self.chunk_size)
