@@ -50,6 +50,29 @@ def test_posteriors_equal_in_memory(client, crowd, name):
         )
 
 
+@pytest.mark.parametrize("tie_break", ["random", "lowest"])
+def test_wawa_equals_in_memory(client, crowd, tie_break):
+    memory = aggregation.Wawa(tie_break=tie_break).fit(crowd)
+    model = dist.Wawa(tie_break=tie_break).fit(crowd, client=client, npartitions=3)
+    np.testing.assert_array_equal(model.task_ids_, crowd.task_ids)
+    np.testing.assert_allclose(model.skills_, memory.skills_, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(model.predict_proba(), memory.probas_, rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(model.predict(), memory.labels_)
+    assert model.get_params() == memory.get_params()
+
+
+def test_wawa_on_a_shuffled_dask_frame(client, crowd):
+    frame = crowd.to_frame()[["task", "worker", "label"]]
+    shuffled = frame.sample(frac=1.0, random_state=1)  # tasks spread over partitions
+    from crowdlearn import CrowdData
+
+    memory = aggregation.Wawa().fit(CrowdData.from_frame(shuffled))
+    model = dist.Wawa().fit(dd.from_pandas(shuffled, npartitions=3), client=client)
+    np.testing.assert_array_equal(model.task_ids_, memory.task_ids_)
+    np.testing.assert_allclose(model.skills_, memory.skills_, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(model.predict_proba(), memory.probas_, rtol=0, atol=1e-6)
+
+
 def test_parameters_equal_in_memory(client, crowd):
     memory = aggregation.DawidSkene(max_iter=7).fit(crowd)
     model = dist.DawidSkene(max_iter=7).fit(crowd, client=client)

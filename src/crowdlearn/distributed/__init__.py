@@ -9,7 +9,8 @@ sufficient statistics; the per-task posteriors stay on the workers
 (``write_parquet``). See docs/scale.md.
 
 Methods: :class:`DawidSkene`, :class:`OneCoinDawidSkene`, :class:`MajorityVote`,
-:class:`NaiveSoft`, :class:`GLAD`. Importing this module needs dask only when a fit runs.
+:class:`NaiveSoft`, :class:`GLAD`, :class:`Wawa`. Importing this module needs dask only
+when a fit runs.
 """
 
 from crowdlearn.distributed._estimators import (
@@ -19,6 +20,7 @@ from crowdlearn.distributed._estimators import (
     MajorityVote,
     NaiveSoft,
     OneCoinDawidSkene,
+    Wawa,
 )
 from crowdlearn.distributed._partitions import DistributedCrowd, distribute
 
@@ -40,5 +42,6 @@ __all__ = [
     "MajorityVote",
     "NaiveSoft",
     "OneCoinDawidSkene",
+    "Wawa",
     "distribute",
 ]

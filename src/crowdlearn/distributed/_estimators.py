@@ -28,12 +28,13 @@ import numpy as np
 import pandas as pd
 
 from crowdlearn._atomic import atomic_directory
-from crowdlearn.aggregation import dawid_skene, glad, majority_vote, one_coin
+from crowdlearn.aggregation import dawid_skene, glad, majority_vote, one_coin, wawa
 from crowdlearn.aggregation._base import IterativeAggregator, break_ties, float_dtype
 from crowdlearn.aggregation._blocks import block_design, block_vote_counts, frequencies
 from crowdlearn.aggregation._correctness import correctness_scores
 from crowdlearn.aggregation._design import log_confusion_table, normalise_log, normalise_rows
 from crowdlearn.aggregation.dawid_skene import sum_statistics
+from crowdlearn.aggregation.weighted_vote import vote_shares
 from crowdlearn.distributed._partitions import DistributedCrowd, Partition, distribute
 
 
@@ -357,6 +358,49 @@ class MajorityVote(_DistributedMixin, majority_vote.MajorityVote):
     def _output(self, probas: np.ndarray) -> np.ndarray:
         majority = break_ties(probas, self.tie_break, self.random_state)
         return np.eye(probas.shape[1])[majority]
+
+
+# ------------------------------------------------------------------ Wawa
+
+
+def _wawa_agreement(part: Partition, k: int, n_workers: int) -> tuple:
+    """Per worker, the number of its annotations that equal the majority vote (ties to
+    the lowest class code, as in memory) and its number of annotations."""
+    block = part.block
+    majority = block_vote_counts(block, k).argmax(axis=1)
+    right = block.label == majority[block.task]
+    return (
+        np.bincount(block.worker, weights=right, minlength=n_workers),
+        np.bincount(block.worker, minlength=n_workers).astype(np.float64),
+    )
+
+
+def _wawa_posteriors(part: Partition, skills: np.ndarray, k: int) -> np.ndarray:
+    """The skill-weighted vote shares of one partition's tasks."""
+    block = part.block
+    cells = block.task.astype(np.int64) * k + block.label
+    scores = np.bincount(cells, weights=skills[block.worker], minlength=block.n_tasks * k)
+    return vote_shares(scores.reshape(block.n_tasks, k))
+
+
+class Wawa(_DistributedMixin, wawa.Wawa):
+    """Wawa on a Dask cluster; see :class:`crowdlearn.aggregation.Wawa`.
+
+    One map-reduce counts, per worker, the annotations that agree with their task's
+    majority vote (a task never spans partitions, so each partition votes on its own);
+    the client sets ``skills_``, broadcasts them, and a map computes each partition's
+    skill-weighted vote shares (kept on the workers). ``chunk_size`` is not used.
+    """
+
+    def fit(self, data: Any, client: Any = None, npartitions: int | None = None) -> Any:
+        """Fit on a cluster; see :class:`DawidSkene` (distributed)."""
+        crowd = self._distribute(data, client, npartitions)
+        k, n_workers = crowd.n_classes, crowd.n_workers
+        agree, totals = self._reduce(self._map(_wawa_agreement, k, n_workers))
+        self.skills_ = np.divide(agree, totals, out=np.zeros(n_workers), where=totals > 0)
+        [shared] = crowd.client.scatter([self.skills_], broadcast=True, hash=False)
+        self.posteriors_ = self._map(_wawa_posteriors, shared, k)
+        return self
 
 
 # ------------------------------------------------------------------ GLAD
