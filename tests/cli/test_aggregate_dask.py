@@ -59,8 +59,28 @@ def test_dask_engine_refuses_a_strategy_it_does_not_have(tmp_path):
     write_synthetic_parquet(source, 1_000, n_workers=20)
     result = CliRunner().invoke(
         cli,
-        ["aggregate", str(source), "-s", "wawa", "--engine", "dask", "-o", str(tmp_path / "o")],
+        ["aggregate", str(source), "-s", "mace", "--engine", "dask", "-o", str(tmp_path / "o")],
     )
     assert result.exit_code != 0
     assert "no Dask engine" in result.output
     assert not (tmp_path / "o").exists()
+
+
+def test_dask_engine_runs_wawa_like_the_in_memory_one(tmp_path):
+    from crowdlearn.aggregation import Wawa
+
+    source = tmp_path / "crowd"
+    write_synthetic_parquet(source, 2_000, n_workers=20, seed=3)
+    out = tmp_path / "o"
+    result = CliRunner().invoke(
+        cli,
+        ["aggregate", str(source), "-s", "wawa", "--engine", "dask", "--local-workers", "1",
+         "-o", str(out)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    expected = Wawa().fit(read_parquet(source))
+    workers = json.loads((out / "workers.json").read_text())
+    skills = workers["skills"]
+    assert len(skills) == len(expected.skills_)
+    got = [skills[str(w)] for w in read_parquet(source).worker_ids.tolist()]
+    np.testing.assert_allclose(got, expected.skills_, atol=1e-9)

@@ -31,6 +31,7 @@ STRATEGIES = {
     "mv": MajorityVote,
     "naivesoft": NaiveSoft,
     "glad": GLAD,
+    "wawa": Wawa,
 }
 
 __all__ = [
