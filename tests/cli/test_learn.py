@@ -134,25 +134,37 @@ def test_list_shows_the_methods():
         assert name in result.output
 
 
-def test_cli_learn_iced(tmp_path):
-    """ICED from the command line with its own parameters (issue: learn -s self-crowd|iced)."""
-    from crowdlearn.learning import LEARNERS
-
-    assert "iced" in LEARNERS
-    runner = CliRunner()
-    simulated = runner.invoke(
-        cli,
-        ["simulate", "crowd-on-features", "--n-worker", "6", "--labels-per-task", "3",
-         "--imbalance-ratio", "5", "-o", str(tmp_path / "sim")],
-    )  # fmt: skip
-    assert simulated.exit_code == 0, simulated.output
-    result = runner.invoke(
-        cli,
-        ["learn", str(tmp_path / "sim"), "-s", "iced[warmup=trad-1]",
-         "--param", "k=3", "--param", "n_rounds=1", "--param", "decoder_epochs=2",
-         "--epochs", "8", "-o", str(tmp_path / "out"), "--quiet"],
-    )  # fmt: skip
+def _learn_and_summary(simulated, spec, *options):
+    """``crowdlearn learn`` on the simulated crowd folder; its summary and history lines."""
+    out = simulated / "out"
+    result = run(simulated / "sim", "-s", spec, *options, "-o", out, "--quiet")
     assert result.exit_code == 0, result.output
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    summary = json.loads((out / "summary.json").read_text())
+    return summary, (out / "history.csv").read_text().splitlines()
+
+
+def test_learn_self_crowd(simulated):
+    summary, history = _learn_and_summary(
+        simulated, "self-crowd[selection=random]",
+        "--param", "n_per_round=40", "--param", "n_rounds=2", "--epochs", 2,
+    )  # fmt: skip
+    assert summary["method"] == "SelfCrowd" and summary["params"]["selection"] == "'random'"
+    assert history[0].startswith("round,") and len(history) == 4
+
+
+def test_learn_iced(simulated):
+    summary, _ = _learn_and_summary(
+        simulated, "iced[warmup=trad-1]",
+        "--param", "k=3", "--param", "n_rounds=1", "--param", "decoder_epochs=2", "--epochs", 8,
+    )  # fmt: skip
     assert summary["method"] == "ICED" and summary["params"]["warmup"] == "'trad-1'"
     assert summary["params"]["k"] == "3"
+
+
+def test_learn_crowding(simulated):
+    summary, history = _learn_and_summary(
+        simulated, "crowding[info_loss=false]",
+        "--param", "gan_epochs=2", "--param", "updates_per_epoch=1", "--epochs", 2,
+    )  # fmt: skip
+    assert summary["method"] == "CrowdInG" and summary["params"]["info_loss"] == "False"
+    assert history[0].startswith("epoch,d_loss,g_loss,c_loss,info_loss") and len(history) == 4

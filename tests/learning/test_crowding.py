@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 import torch
-from click.testing import CliRunner
 
-from crowdlearn.learning import LEARNERS, register_learner
 from crowdlearn.learning.crowding import (
     VARIANTS,
     CrowdInG,
@@ -176,28 +172,3 @@ def test_same_seed_same_model(crowd):
     a = CrowdInG(max_epochs=2, gan_epochs=2, updates_per_epoch=1).fit(data)
     b = CrowdInG(max_epochs=2, gan_epochs=2, updates_per_epoch=1).fit(data)
     assert np.allclose(a.predict_proba(X), b.predict_proba(X))
-
-
-def test_cli_learn_crowding(tmp_path):
-    from crowdlearn.cli import cli
-
-    if "crowding" not in LEARNERS:
-        register_learner("crowding", CrowdInG, "CrowdInG (Chu & Wang 2021)")
-    runner = CliRunner()
-    simulated = runner.invoke(
-        cli,
-        ["simulate", "crowd-on-features", "--n-worker", "6", "--labels-per-task", "2",
-         "-o", str(tmp_path / "sim")],
-    )  # fmt: skip
-    assert simulated.exit_code == 0, simulated.output
-    result = runner.invoke(
-        cli,
-        ["learn", str(tmp_path / "sim"), "-s", "crowding[info_loss=false]",
-         "--param", "gan_epochs=2", "--param", "updates_per_epoch=1", "--epochs", "2",
-         "-o", str(tmp_path / "out"), "--quiet"],
-    )  # fmt: skip
-    assert result.exit_code == 0, result.output
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert summary["method"] == "CrowdInG" and summary["params"]["info_loss"] == "False"
-    history = (tmp_path / "out" / "history.csv").read_text().splitlines()
-    assert history[0].startswith("epoch,d_loss,g_loss,c_loss,info_loss") and len(history) == 4

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
-from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crowdlearn.data import CrowdDataError
-from crowdlearn.learning import LEARNERS, SelfCrowd
+from crowdlearn.learning import SelfCrowd
 from crowdlearn.learning.self_crowd import class_quotas, select_pseudo
 from crowdlearn.metrics import imbalance_ratio
 from crowdlearn.simulate import crowd_on_features
@@ -203,27 +200,3 @@ def test_anonymous_data_is_refused(imbalanced):
     crowd, _, _ = imbalanced
     with pytest.raises(CrowdDataError, match="worker ids"):
         SelfCrowd(max_epochs=1).fit(crowd.anonymous())
-
-
-def test_cli_learn_self_crowd(tmp_path):
-    from crowdlearn.cli import cli
-
-    assert "self-crowd" in LEARNERS
-    runner = CliRunner()
-    simulated = runner.invoke(
-        cli,
-        ["simulate", "crowd-on-features", "--n-worker", "6", "--labels-per-task", "2",
-         "-o", str(tmp_path / "sim")],
-    )  # fmt: skip
-    assert simulated.exit_code == 0, simulated.output
-    result = runner.invoke(
-        cli,
-        ["learn", str(tmp_path / "sim"), "-s", "self-crowd[selection=random]",
-         "--param", "n_per_round=40", "--param", "n_rounds=2", "--epochs", "2",
-         "-o", str(tmp_path / "out"), "--quiet"],
-    )  # fmt: skip
-    assert result.exit_code == 0, result.output
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert summary["method"] == "SelfCrowd" and summary["params"]["selection"] == "'random'"
-    history = (tmp_path / "out" / "history.csv").read_text().splitlines()
-    assert history[0].startswith("round,") and len(history) == 4
