@@ -85,5 +85,5 @@ def test_quick_run(tmp_path, shared_datasets, monkeypatch):
     # at least one annotation per task is kept
     assert kept[0.6] >= 1000
     search = raw[raw["part"] == "search"]
-    assert set(search["parameter"]) == {"mu", "lam", "t"}
+    assert set(search["parameter"]) == {"gan_lr", "mu", "lam", "t", "expand"}
     assert np.isfinite(search["valid_accuracy"]).all()

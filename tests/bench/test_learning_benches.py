@@ -15,8 +15,11 @@ from crowdlearn.bench._learning import (
     SEED_STRIDE,
     Method,
     Recipe,
+    Splits,
+    bench_jobs,
     methods_by_spec,
     results_table,
+    run_methods,
 )
 from crowdlearn.bench.cmm_scaling import (
     QUICK_ANNOTATORS,
@@ -276,3 +279,26 @@ def test_every_method_spec_builds_its_learner_or_is_pending(spec):
         assert make_learner(spec, **params).max_epochs == 1
     else:  # learners whose registration lands separately
         assert method.name in {"conal", "dl-em", "cmm"}
+
+
+def test_run_methods_in_two_processes_equals_one(monkeypatch):
+    """``jobs=2`` runs the fits in spawned processes; seeds travel with the calls, so
+    the rows (fit times aside) are those of the in-process run, in the same order."""
+    from crowdlearn.simulate import crowd_on_features
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 4)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    train = crowd_on_features(X, y, n_workers=5, labels_per_task=2, seed=1)
+    splits = Splits(train, (X[:40], y[:40]), (X[40:], y[40:]))
+    methods = methods_by_spec(["mv+nn", "crowdlayer[variant=MW]"])
+    one = run_methods("toy", methods, Recipe(max_epochs=2), 2, splits)
+    two = run_methods("toy", methods, Recipe(max_epochs=2), 2, splits, jobs=2)
+    columns = ["method", "seed", "random_state", "status", "accuracy", "ece", "best_epoch"]
+    pd.testing.assert_frame_equal(one[columns], two[columns])
+    assert (one["status"] == "ok").all()
+    monkeypatch.setenv("CROWDLEARN_BENCH_JOBS", "3")
+    assert bench_jobs() == 3
+    monkeypatch.setenv("CROWDLEARN_BENCH_JOBS", "0")
+    with pytest.raises(ValueError, match="at least 1"):
+        bench_jobs()

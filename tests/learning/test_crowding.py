@@ -56,7 +56,8 @@ def test_eq5_and_eq6_on_a_toy_batch(crowd):
     state = _State(data, x, x, np.zeros(data.n_tasks * r, bool), np.ones(r, int), "cpu")
     logged = model._log(module, state, np.random.default_rng(0))
     pairs = _pairs_of(np.array([0, 1]), r, "cpu")
-    lg, delta = model._deltas(module, state, logged, pairs)
+    local = torch.arange(2).repeat_interleave(r)
+    lg, delta = model._deltas(module, state, logged, pairs, x[:2], local)
     task, worker, lab = pairs // r, pairs % r, logged.label[pairs]
     disc, gen = module["discriminator"], module["generator"]
     with torch.no_grad():
@@ -75,6 +76,47 @@ def test_eq5_and_eq6_on_a_toy_batch(crowd):
     assert float(g5) == pytest.approx(float((delta - 0.2).mean()), abs=1e-5)
     hand6 = float(((torch.log(1 - d) - 0.2) * gc_y / logged.logged[pairs]).mean())
     assert float(crm_loss(lg, 0.2, gc_y, logged.logged[pairs])) == pytest.approx(hand6, 1e-5)
+
+
+def test_networks_are_the_concatenation_layers_computed_per_task():
+    """The generator's first layer is one linear map of [eps, z_hat, x, one_hot(r)]
+    (eq. 1) and D's encoders are linear in x and one_hot(r) (eq. 2); computing the
+    instance part once per task (``task=``) changes nothing."""
+    from crowdlearn.learning.crowding import Discriminator, Generator
+
+    torch.manual_seed(0)
+    n_tasks, r, k, noise, d = 5, 4, 3, 2, 6
+    gen = Generator(d, r, k, noise, 7, True, True)
+    disc = Discriminator(d, r, k, 4, 8, True)
+    x = torch.randn(n_tasks, d)
+    task = torch.tensor([0, 0, 1, 3, 4, 4, 2])
+    worker = torch.tensor([0, 1, 3, 2, 0, 3, 1])
+    eps, zhat = torch.randn(len(task), noise), torch.softmax(torch.randn(len(task), k), 1)
+    one_hot = torch.nn.functional.one_hot(worker, r).float()
+    with torch.no_grad():
+        weight = torch.cat([gen.rest_in.weight, gen.x_in.weight, gen.worker_in.t()], dim=1)
+        hidden = torch.cat([eps, zhat, x[task], one_hot], dim=1) @ weight.t() + gen.rest_in.bias
+        by_hand = gen.out(hidden)
+        assert torch.allclose(gen(x[task], worker, eps, zhat), by_hand, atol=1e-6)
+        assert torch.allclose(gen(x, worker, eps, zhat, task=task), by_hand, atol=1e-6)
+        u, v = disc.encode(x, worker, task)
+        assert torch.allclose(u, disc.encode_worker(one_hot), atol=1e-6)
+        assert torch.allclose(v, disc.encode_x(x[task]), atol=1e-6)
+        assert torch.allclose(disc.scores(x, worker, task), disc.scores(x[task], worker))
+        label = torch.tensor([0, 2, 1, 1, 0, 2, 2])
+        assert torch.allclose(
+            disc.q_logits(x, worker, label, task), disc.q_logits(x[task], worker, label)
+        )
+    # the split first layer keeps the fan-in of the whole concatenation at initialisation
+    bound = 1 / np.sqrt(noise + k + d + r)
+    for part in (gen.rest_in.weight, gen.x_in.weight, gen.worker_in):
+        assert float(part.detach().abs().max()) <= bound
+    # without instance / annotator features the generator ignores them
+    blind = Generator(d, r, k, noise, 7, False, False)
+    with torch.no_grad():
+        a = blind(x[task], worker, eps, zhat)
+        b = blind(torch.randn_like(x[task]), (worker + 1) % r, eps, zhat)
+    assert torch.allclose(a, b)
 
 
 def test_lca_matrix_is_symmetric_normalised():
@@ -156,7 +198,7 @@ def test_variants_train_without_nan(crowd, variant):
 def test_expanded_annotations_fill_every_pair(crowd, tmp_path):
     data, X, _y = crowd
     model = CrowdInG(max_epochs=2, gan_epochs=1, updates_per_epoch=1).fit(data)
-    expanded = model.expanded_annotations(data)
+    expanded = model.expanded_annotations(data, "all")
     assert expanded.n_annotations == data.n_tasks * data.n_workers
     pairs = expanded.task.astype(np.int64) * data.n_workers + expanded.worker
     assert len(np.unique(pairs)) == len(pairs)
@@ -165,6 +207,29 @@ def test_expanded_annotations_fill_every_pair(crowd, tmp_path):
     loaded = CrowdInG.load(tmp_path / "m.pt")
     assert np.allclose(loaded.predict_proba(X), model.predict_proba(X))
     assert np.allclose(loaded.lca_, model.lca_)
+
+
+def test_selected_expansion_adds_as_many_as_observed_per_annotator(crowd):
+    data, _X, _y = crowd
+    sparse = data.subsample(0.3, seed=1, keep_one_per_task=True)
+    model = CrowdInG(max_epochs=2, gan_epochs=1, updates_per_epoch=1).fit(sparse)
+    assert model.expand == "selected"
+    expanded = model.expanded_annotations(sparse)
+    r = sparse.n_workers
+    observed = np.bincount(sparse.worker, minlength=r)
+    missing = sparse.n_tasks - observed
+    added = np.bincount(expanded.worker[sparse.n_annotations :], minlength=r)
+    assert (added == np.minimum(observed, missing)).all() and added.sum() > 0
+    pairs = expanded.task.astype(np.int64) * r + expanded.worker
+    assert len(np.unique(pairs)) == len(pairs)  # only missing pairs are added
+    # the generated labels agree with the full expansion on the same pairs
+    full = model.expanded_annotations(sparse, "all")
+    full_label = dict(zip(full.task.astype(np.int64) * r + full.worker, full.label, strict=True))
+    assert all(full_label[q] == lab for q, lab in zip(pairs, expanded.label, strict=True))
+    again = model.expanded_annotations(sparse)
+    assert (again.task == expanded.task).all() and (again.worker == expanded.worker).all()
+    with pytest.raises(ValueError, match="expand"):
+        model.expanded_annotations(sparse, "some")
 
 
 def test_same_seed_same_model(crowd):

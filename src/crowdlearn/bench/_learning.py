@@ -18,9 +18,11 @@ share a seed.
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -173,6 +175,60 @@ def bench_threads() -> int:
     return int(os.environ.get(THREADS_ENV, "1"))
 
 
+#: Environment variable: how many fits a benchmark that supports it runs at once.
+JOBS_ENV = "CROWDLEARN_BENCH_JOBS"
+
+
+def bench_jobs() -> int:
+    """Fits run at once (one process each): ``$CROWDLEARN_BENCH_JOBS``, default 1."""
+    jobs = int(os.environ.get(JOBS_ENV, "1"))
+    if jobs < 1:
+        raise ValueError(f"${JOBS_ENV} must be at least 1, got {jobs}")
+    return jobs
+
+
+def _start_worker(n_threads: int) -> None:
+    torch.set_num_threads(n_threads)
+
+
+def map_jobs(
+    function: Callable[..., Any],
+    calls: Sequence[tuple[Any, ...]],
+    jobs: int = 1,
+    desc: str | None = None,
+) -> list[Any]:
+    """``[function(*args) for args in calls]``, in order, with a progress bar.
+
+    With ``jobs > 1`` the calls run in that many fresh (spawned) processes with
+    :func:`bench_threads` torch threads each; ``function`` and the arguments must be
+    picklable (module-level functions, plain data). Seeds are in the arguments, so the
+    results do not depend on ``jobs``; fit times measured while several fits share the
+    cores are longer than alone.
+    """
+    bar = tqdm(total=len(calls), desc=desc, unit="fit")
+    try:
+        if jobs <= 1 or len(calls) <= 1:
+            out = []
+            with torch_threads(bench_threads()):
+                for args in calls:
+                    out.append(function(*args))
+                    gc.collect()  # drop the fitted learner before the next fit
+                    bar.update()
+            return out
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(
+            jobs, mp_context=context, initializer=_start_worker, initargs=(bench_threads(),)
+        ) as pool:
+            futures = [pool.submit(function, *args) for args in calls]
+            out = []
+            for future in futures:
+                out.append(future.result())
+                bar.update()
+            return out
+    finally:
+        bar.close()
+
+
 @contextmanager
 def torch_threads(n_threads: int) -> Iterator[None]:
     """Run the block with ``n_threads`` intra-op torch threads, then restore the count."""
@@ -233,30 +289,36 @@ def evaluate_method(method: Method, recipe: Recipe, seed: int, splits: Splits) -
 
 
 def run_methods(
-    dataset: str, methods: Sequence[Method], recipe: Recipe, seeds: int, splits: Splits
+    dataset: str,
+    methods: Sequence[Method],
+    recipe: Recipe,
+    seeds: int,
+    splits: Splits,
+    jobs: int = 1,
 ) -> pd.DataFrame:
     """Raw rows (:data:`RAW_COLUMNS`) for every (seed, method), with a progress bar.
 
-    Torch runs with :func:`bench_threads` threads during the fits.
+    Torch runs with :func:`bench_threads` threads during the fits; ``jobs > 1`` runs
+    that many fits at once (:func:`map_jobs`).
     """
-    rows = []
-    jobs = [(seed, method) for seed in range(seeds) for method in methods]
-    bar = tqdm(jobs, desc=dataset, unit="fit")
-    with torch_threads(bench_threads()):
-        for seed, method in bar:
-            bar.set_postfix_str(f"seed {seed} {method.label}")
-            outcome = evaluate_method(method, recipe, seed, splits)
-            rows.append(
-                {
-                    "dataset": dataset,
-                    "method": method.label,
-                    "spec": method.spec,
-                    "seed": seed,
-                    "random_state": recipe.params(method, seed)["random_state"],
-                    **outcome,
-                }
-            )
-            gc.collect()  # drop the fitted learner before the next fit
+    pairs = [(seed, method) for seed in range(seeds) for method in methods]
+    outcomes = map_jobs(
+        evaluate_method,
+        [(method, recipe, seed, splits) for seed, method in pairs],
+        jobs,
+        desc=dataset,
+    )
+    rows = [
+        {
+            "dataset": dataset,
+            "method": method.label,
+            "spec": method.spec,
+            "seed": seed,
+            "random_state": recipe.params(method, seed)["random_state"],
+            **outcome,
+        }
+        for (seed, method), outcome in zip(pairs, outcomes, strict=True)
+    ]
     return pd.DataFrame(rows, columns=RAW_COLUMNS)
 
 
