@@ -13,6 +13,7 @@ from crowdlearn.bench.crowding_bench import (
     CL_SPEC,
     METHODS,
     claim_verdict,
+    kept_epoch_notes,
     removal_table,
     variant_notes,
 )
@@ -50,6 +51,15 @@ def test_claim_verdict_follows_the_rows():
         _main_rows({"labelme": {CG_SPEC: [0.8], "crowding[info_loss=false]": [0.9]}})
     )
     assert "CrowdG 0.9000 (not below CrowdInG)" in notes[0]
+
+
+def test_kept_epoch_notes_count_fits_that_kept_the_pretrained_layer():
+    raw = _main_rows({"labelme": {CG_SPEC: [0.8, 0.8, 0.8], CL_SPEC: [0.8]}})
+    raw.loc[raw["spec"] == CG_SPEC, "best_epoch"] = [0, 3, 0]
+    notes = kept_epoch_notes(raw)
+    assert len(notes) == 1 and "CrowdInG 2/3 (median kept epoch 0)" in notes[0]
+    assert "DL-CL" not in notes[0].split(": ", 1)[1]
+    assert kept_epoch_notes(_main_rows({"music": {CG_SPEC: [0.6]}})) == []
 
 
 def test_removal_table_means_over_seeds():

@@ -397,6 +397,28 @@ def variant_notes(raw: pd.DataFrame) -> list[str]:
     return notes
 
 
+def kept_epoch_notes(raw: pd.DataFrame) -> list[str]:
+    """LabelMe (model selection on validation): how often each CrowdInG-type method
+    kept epoch 0, i.e. the pre-trained Crowd Layer, over the CrowdInG epochs."""
+    main = raw[(raw["part"] == "main") & (raw["dataset"] == "labelme") & (raw["status"] == "ok")]
+    words = []
+    for method in METHODS:
+        if not method.spec.startswith("crowding") or method.spec == "crowding[final=crowdlayer]":
+            continue
+        kept = main[main["spec"] == method.spec]["best_epoch"].astype(int)
+        if len(kept):
+            words.append(
+                f"{method.label} {int((kept == 0).sum())}/{len(kept)} "
+                f"(median kept epoch {float(kept.median()):g})"
+            )
+    if not words:
+        return []
+    return [
+        "LabelMe fits that kept epoch 0 (the pre-trained Crowd Layer: no CrowdInG epoch "
+        "raised validation accuracy): " + ", ".join(words)
+    ]
+
+
 def figures(raw: pd.DataFrame) -> dict[str, Figure]:
     out: dict[str, Figure] = {}
     part = raw[(raw["part"] == "removal") & (raw["status"] == "ok")]
@@ -515,6 +537,7 @@ def bench_crowding(out: Path, quick: bool, seeds: int) -> BenchResult:
         "pre-training included)",
         f"claim {verdict.target}: **{verdict.word}** ({verdict.detail})",
         *[f"Table 2 check, {note}" for note in variant_notes(raw)],
+        *kept_epoch_notes(raw),
         "paper columns: Tables 1-2 of the paper (its features and networks differ from "
         "ours: quoted as reference, not reproduced); DL-MV, DL-CL and CoNAL have no "
         "paper value in those tables",
