@@ -12,7 +12,9 @@ annotations that agree with the majority vote of the *other* annotators of the s
 task and ``n_r`` the annotations that have other annotators (a smoothed leave-one-out
 accuracy); ``weights="count"`` weighs heads by their number of annotations;
 ``"uniform"`` averages all heads of annotators with at least one annotation. Guan et al.
-also learn the weights (WDN); that needs labels beyond the crowd's and is not done.
+also learn the weights in a second training stage (WDN); that variant is not
+implemented (the CrowdInG paper's baseline is described only as a weighted majority
+vote of the annotator networks).
 ``vote="soft"`` averages the heads' probabilities, ``"hard"`` their one-hot argmaxes
 (then a weighted vote; a little of the soft average breaks ties).
 """
