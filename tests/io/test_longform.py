@@ -162,14 +162,16 @@ def test_read_csv_duplicate_policy(tmp_path):
 
 def test_read_csv_missing_column_names_it_the_columns_and_the_file(tmp_path):
     path = tmp_path / "a.csv"
-    path.write_text("task,annotator,label\na,w,x\n")
+    # "labeller" is not a recognised spelling of the worker column.
+    path.write_text("task,labeller,label\na,w,x\n")
     with pytest.raises(CrowdDataError) as info:
         read_csv(path)
     message = str(info.value)
     assert str(path) in message
     assert "missing column(s) ['worker']" in message
-    assert "['task', 'annotator', 'label']" in message
+    assert "['task', 'labeller', 'label']" in message
     assert "worker=None" in message
+    assert "columns={" in message
 
 
 def test_read_csv_missing_label_column_does_not_suggest_worker_none(tmp_path):

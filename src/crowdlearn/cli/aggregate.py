@@ -13,6 +13,7 @@ import pandas as pd
 
 from crowdlearn._atomic import atomic_open, atomic_path
 from crowdlearn.cli._app import cli
+from crowdlearn.cli._reading import reading_options
 from crowdlearn.data import CrowdData, CrowdDataError
 
 
@@ -92,6 +93,7 @@ def aggregation_outputs(model: Any, data: CrowdData) -> dict[str, Any]:
 
 
 @cli.command()
+@reading_options
 @click.argument("data", required=False, type=click.Path())
 @click.option("-s", "--strategy", help="Strategy, e.g. ds, glad, 'DSWC[L=5]' (see --list).")
 @click.option(

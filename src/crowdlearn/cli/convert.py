@@ -5,11 +5,13 @@ from __future__ import annotations
 import click
 
 from crowdlearn.cli._app import cli
+from crowdlearn.cli._reading import reading_options
 
 FORMAT_CHOICE = click.Choice(["csv", "parquet", "peerannot", "matrix"])
 
 
 @cli.command()
+@reading_options
 @click.argument("source", type=click.Path())
 @click.option("-o", "--output", required=True, type=click.Path(), help="Destination path.")
 @click.option(

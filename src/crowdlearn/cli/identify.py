@@ -11,6 +11,7 @@ import numpy as np
 
 from crowdlearn._atomic import atomic_open
 from crowdlearn.cli._app import cli
+from crowdlearn.cli._reading import reading_options
 from crowdlearn.data import CrowdData, CrowdDataError
 
 
@@ -66,6 +67,7 @@ def pruned_copy(data: CrowdData, frames: dict[str, Any], prune: dict[str, float]
 
 
 @cli.command()
+@reading_options
 @click.argument("data", type=click.Path(), required=False)
 @click.option(
     "-s",

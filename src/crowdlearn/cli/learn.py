@@ -12,6 +12,7 @@ import pandas as pd
 
 from crowdlearn._atomic import atomic_open
 from crowdlearn.cli._app import cli
+from crowdlearn.cli._reading import reading_options
 from crowdlearn.data import CrowdData, CrowdDataError
 
 
@@ -104,6 +105,7 @@ def learning_outputs(model: Any, data: CrowdData, test: Any) -> dict[str, Any]:
 
 
 @cli.command()
+@reading_options
 @click.argument("data", required=False)
 @click.option(
     "-s",

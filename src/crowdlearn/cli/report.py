@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from crowdlearn.cli._app import cli
+from crowdlearn.cli._reading import reading_options
 
 
 def _strategy_names(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -13,6 +14,7 @@ def _strategy_names(values: tuple[str, ...]) -> tuple[str, ...]:
 
 
 @cli.command()
+@reading_options
 @click.argument("data", type=click.Path())
 @click.option(
     "-o",

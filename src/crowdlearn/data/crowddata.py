@@ -286,6 +286,8 @@ class CrowdData:
         worker: str | None = "worker",
         label: str = "label",
         truth: Any = None,
+        columns: Mapping[str, str | None] | None = None,
+        truth_column: str | None = None,
         **kwargs: Any,
     ) -> CrowdData:
         """Build from a long DataFrame with one row per annotation (crowd-kit's layout).
@@ -299,12 +301,40 @@ class CrowdData:
         truth : str, Mapping, Series or array-like, optional
             The name of a column holding each row's task truth (it must agree within
             a task), or truth as accepted by :meth:`from_arrays`.
+        columns : mapping, optional
+            Role (``"task"``, ``"worker"``, ``"label"``, ``"truth"``) to column name,
+            e.g. ``{"task": "question", "worker": "worker", "label": "answer"}``; it
+            takes precedence over ``task``/``worker``/``label``. When a role is not
+            named and its standard column is absent, common spellings are recognised
+            (``question``/``item`` for task, ``annotator``/``user`` for worker,
+            ``answer``/``response`` for label, ...: see
+            :data:`crowdlearn.data.RECOGNISED_COLUMNS`) and a
+            :class:`~crowdlearn.data.ColumnsRecognizedWarning` names the columns taken.
+        truth_column : str, optional
+            Column holding each row's task truth (same as a column name in ``truth``).
         **kwargs
             Passed to :meth:`from_arrays` (``task_ids``, ``classes``, ``features``,
             ``duplicates``, ...).
         """
+        from crowdlearn.data._headers import note_recognized, resolve_columns
+
         if not isinstance(frame, pd.DataFrame):
             raise CrowdDataError(f"expected a pandas DataFrame, got {type(frame).__name__}")
+        if truth_column is not None:
+            if truth is not None:
+                raise CrowdDataError("pass the truth as truth= or truth_column=, not both")
+            truth = truth_column
+        found = resolve_columns(
+            [c for c in frame.columns if isinstance(c, str)],
+            columns,
+            task=task,
+            worker=worker,
+            label=label,
+        )
+        note_recognized(found)
+        task, worker, label = found.task, found.worker, found.label
+        if columns is not None and columns.get("truth") is not None:
+            truth = columns["truth"]
         wanted = [c for c in (task, worker, label) if c is not None]
         if isinstance(truth, str):
             wanted.append(truth)
@@ -312,7 +342,8 @@ class CrowdData:
         if missing:
             raise CrowdDataError(
                 f"missing column(s) {show(missing)}; "
-                f"the columns are {show(list(frame.columns), 20)}"
+                f"the columns are {show(list(frame.columns), 20)}; name them with "
+                "columns={'task': ..., 'worker': ..., 'label': ...}"
             )
         if isinstance(truth, str):
             truth = _truth_from_rows(frame[task], frame[truth])

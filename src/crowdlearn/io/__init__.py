@@ -10,13 +10,14 @@ Use :func:`read` and :func:`write` to pick the format from the path, or the
 per-format functions for their options.
 """
 
-from crowdlearn.io._dispatch import FORMATS, detect_format, read, write
+from crowdlearn.io._dispatch import FORMATS, default_columns, detect_format, read, write
 from crowdlearn.io.longform import read_csv, read_parquet, write_csv, write_parquet
 from crowdlearn.io.matrix import read_matrix, to_matrix, write_matrix
 from crowdlearn.io.peerannot import read_answers_json, read_peerannot, write_peerannot
 
 __all__ = [
     "FORMATS",
+    "default_columns",
     "detect_format",
     "read",
     "read_answers_json",

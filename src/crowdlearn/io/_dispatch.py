@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,11 @@ from crowdlearn.io.longform import (
 )
 from crowdlearn.io.matrix import read_matrix, write_matrix
 from crowdlearn.io.peerannot import ANSWERS, read_answers_json, write_peerannot
+
+#: Column names set by :func:`default_columns` for the reads inside its block.
+_DEFAULT_COLUMNS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "crowdlearn_default_columns", default=None
+)
 
 #: The formats :func:`read` and :func:`write` know.
 FORMATS = ("csv", "parquet", "peerannot", "matrix")
@@ -94,9 +102,11 @@ def read(
     CrowdData
     """
     if isinstance(source, pd.DataFrame):
-        return CrowdData.from_frame(source, **kwargs)
+        return CrowdData.from_frame(source, **_with_default_columns(kwargs))
     path = existing_path(source)
     fmt = _checked(format) if format is not None else detect_format(path)
+    if fmt in ("csv", "parquet"):
+        kwargs = _with_default_columns(kwargs)
     readers = {
         "csv": read_csv,
         "parquet": read_parquet,
@@ -104,6 +114,42 @@ def read(
         "matrix": read_matrix,
     }
     return readers[fmt](path, **kwargs)
+
+
+@contextlib.contextmanager
+def default_columns(
+    columns: Mapping[str, str | None] | None = None, truth_column: str | None = None
+) -> Iterator[None]:
+    """Within the block, :func:`read` names the columns of long tables this way.
+
+    The command-line options ``--columns`` and ``--truth-column`` use it, so that every
+    command reading long files honours them. Arguments passed to :func:`read` itself
+    win; answer matrices and peerannot folders have no columns and ignore it.
+
+    Parameters
+    ----------
+    columns : mapping, optional
+        Role (``"task"``, ``"worker"``, ``"label"``, ``"truth"``) to column name, as
+        accepted by :func:`~crowdlearn.io.read_csv`.
+    truth_column : str, optional
+        Truth column that must be present.
+
+    Examples
+    --------
+    >>> from crowdlearn import io
+    >>> with io.default_columns({"task": "question", "label": "answer"}):
+    ...     pass  # io.read("answers.csv") reads columns question, worker, answer here
+    """
+    defaults = {"columns": columns, "truth_column": truth_column}
+    token = _DEFAULT_COLUMNS.set({k: v for k, v in defaults.items() if v is not None})
+    try:
+        yield
+    finally:
+        _DEFAULT_COLUMNS.reset(token)
+
+
+def _with_default_columns(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {**(_DEFAULT_COLUMNS.get() or {}), **kwargs}
 
 
 def write(

@@ -21,7 +21,7 @@ import csv
 import io
 import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 
 from crowdlearn._atomic import atomic_open, atomic_path
 from crowdlearn.data import CrowdData, CrowdDataError, DuplicatePolicy
+from crowdlearn.data._headers import Columns, note_recognized, resolve_columns
 from crowdlearn.data.errors import show
 from crowdlearn.io._columns import Column, encode, missing_rows, normalise, truth_by_task
 from crowdlearn.io._common import (
@@ -81,6 +82,8 @@ def read_csv(
     sep: str | None = None,
     classes: Sequence[Any] | None = None,
     duplicates: DuplicatePolicy = "error",
+    columns: Mapping[str, str | None] | None = None,
+    truth_column: str | None = None,
 ) -> CrowdData:
     """Read a long CSV (or TSV) file with one row per annotation.
 
@@ -106,6 +109,15 @@ def read_csv(
         declared class when it equals its text (``str(class)``).
     duplicates : {"error", "keep", "first", "last"}
         Policy for repeated (task, worker) pairs, as in :class:`CrowdData`.
+    columns : mapping, optional
+        Role (``"task"``, ``"worker"``, ``"label"``, ``"truth"``) to column name, e.g.
+        ``{"task": "question", "worker": "worker", "label": "answer"}``; it takes
+        precedence over ``task``/``worker``/``label``. A role not named whose standard
+        column is absent is looked for among common spellings (see
+        :data:`crowdlearn.data.RECOGNISED_COLUMNS`); a
+        :class:`~crowdlearn.data.ColumnsRecognizedWarning` names the columns taken.
+    truth_column : str, optional
+        Truth column that must be present (``truth`` is used only when present).
 
     Returns
     -------
@@ -123,8 +135,9 @@ def read_csv(
         sep = "\t" if path.suffix.lower() == ".tsv" else ","
     with about(path):
         header = _csv_header(path, sep)
+        found = _resolve(header, columns, task, worker, label, truth, truth_column)
+        task, worker, label, truth = found.task, found.worker, found.label, found.truth
         _require_columns(header, task, worker, label)
-        truth = truth if truth in header else None
         wanted = [name for name in (task, worker, label, truth) if name is not None]
         table = _read_csv_table(path, sep, wanted)
         if table.num_rows == 0:
@@ -222,6 +235,8 @@ def read_parquet(
     label: str = "label",
     truth: str | None = "truth",
     duplicates: DuplicatePolicy = "error",
+    columns: Mapping[str, str | None] | None = None,
+    truth_column: str | None = None,
 ) -> CrowdData:
     """Read a long Parquet file, or a directory of ``*.parquet`` files.
 
@@ -245,11 +260,17 @@ def read_parquet(
         (rows of a task must agree). None ignores any truth.
     duplicates : {"error", "keep", "first", "last"}
         Policy for repeated (task, worker) pairs.
+    columns : mapping, optional
+        Role to column name, and recognition of common spellings, as in
+        :func:`read_csv`.
+    truth_column : str, optional
+        Truth column that must be present.
 
     Returns
     -------
     CrowdData
-        Without metadata, codes follow the sorted ids.
+        Without metadata, codes follow the sorted ids. Features written by
+        :func:`write_parquet` (the ``.features.npy`` file beside it) are restored.
 
     Raises
     ------
@@ -264,6 +285,12 @@ def read_parquet(
         declared = _parquet_declared([footer.schema_arrow for footer in footers])
         if declared.anonymous:
             worker = None
+            columns = {**(columns or {}), "worker": None}
+        found = _resolve(
+            footers[0].schema_arrow.names, columns, task, worker, label, truth, truth_column
+        )
+        task, worker, label = found.task, found.worker, found.label
+        truth = found.truth if found.truth is not None else truth
         for footer in footers:
             names = footer.schema_arrow.names
             _require_columns(names, task, worker, label, where=f" in {footer.path.name}")
@@ -461,6 +488,31 @@ def _check_counts(data: CrowdData, declared: _Declared) -> None:
 # ---------------------------------------------------------------------------- shared
 
 
+def _resolve(
+    header: Sequence[str],
+    columns: Mapping[str, str | None] | None,
+    task: str,
+    worker: str | None,
+    label: str,
+    truth: str | None,
+    truth_column: str | None,
+) -> Columns:
+    """The column of each role (see :func:`~crowdlearn.data._headers.resolve_columns`),
+    warning when some were recognised from common spellings."""
+    found = resolve_columns(
+        header,
+        columns,
+        task=task,
+        worker=worker,
+        label=label,
+        truth=truth,
+        truth_column=truth_column,
+    )
+    # stacklevel 4: the warning points at the code that called read_csv/read_parquet.
+    note_recognized(found, stacklevel=4)
+    return found
+
+
 def _require_columns(
     present: Sequence[str], task: str, worker: str | None, label: str, where: str = ""
 ) -> None:
@@ -470,6 +522,7 @@ def _require_columns(
     hint = ""
     if worker in missing:
         hint = "; for anonymous annotations (no worker column) pass worker=None"
+    hint += "; name the columns with columns={'task': ..., 'worker': ..., 'label': ...}"
     raise CrowdDataError(
         f"missing column(s) {show(missing)}{where}; the columns are {show(list(present), 20)}"
         f"{hint}"

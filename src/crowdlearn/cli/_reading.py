@@ -1,0 +1,102 @@
+"""Options shared by the commands that read long files: ``--columns`` and ``--truth-column``.
+
+:func:`reading_options` adds both options to a command and runs its body inside
+:func:`crowdlearn.io.default_columns`, so every :func:`crowdlearn.io.read` of the
+command uses the user's column names without the body passing them along. It also
+prints the note of :class:`~crowdlearn.data.ColumnsRecognizedWarning` (columns taken
+from common header spellings) as one ``crowdlearn: note:`` line on stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import click
+
+#: The roles ``--columns`` names (the keys of ``columns=`` in the Python API).
+_ROLES = ("task", "worker", "label", "truth")
+
+
+def parse_columns(
+    ctx: click.Context | None, param: click.Parameter | None, value: str | None
+) -> dict[str, str] | None:
+    """``task=question,worker=worker,label=answer`` as a role -> column mapping."""
+    if value is None:
+        return None
+    mapping: dict[str, str] = {}
+    for item in value.split(","):
+        role, sep, name = (part.strip() for part in item.partition("="))
+        if not sep or not role or not name:
+            raise click.BadParameter(
+                f"expected ROLE=COLUMN pairs separated by commas, e.g. "
+                f"task=question,worker=worker,label=answer; got {item!r}",
+                ctx=ctx,
+                param=param,
+            )
+        if role not in _ROLES:
+            raise click.BadParameter(
+                f"unknown role {role!r}; the roles are {', '.join(_ROLES)}", ctx=ctx, param=param
+            )
+        if role in mapping:
+            raise click.BadParameter(f"role {role!r} is named twice", ctx=ctx, param=param)
+        mapping[role] = name
+    return mapping
+
+
+@contextlib.contextmanager
+def notes_on_stderr() -> Iterator[None]:
+    """Print recognised-columns warnings as ``crowdlearn: note: using columns ...``;
+    other warnings go to the usual handler."""
+    from crowdlearn.data import ColumnsRecognizedWarning
+
+    with warnings.catch_warnings():
+        # "always": a note per read, even when the same code read before in this process.
+        warnings.simplefilter("always", ColumnsRecognizedWarning)
+        previous = warnings.showwarning
+
+        def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+            if isinstance(message, ColumnsRecognizedWarning):
+                described = ", ".join(f"{r}={n}" for r, n in message.columns.items())
+                click.echo(f"crowdlearn: note: using columns {described}", err=True)
+                return
+            previous(message, category, *args, **kwargs)
+
+        warnings.showwarning = show
+        yield
+
+
+def reading_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Add ``--columns`` and ``--truth-column`` to a click command callback.
+
+    Put it right under ``@cli.command()``; the callback does not receive the options.
+    """
+
+    @click.option(
+        "--columns",
+        metavar="ROLE=COLUMN,...",
+        callback=parse_columns,
+        help="Columns of a long CSV/Parquet file, e.g. task=question,worker=worker,label=answer "
+        "(roles task, worker, label, truth). Without it, the columns task, worker, label "
+        "are used, else common spellings (question/item, annotator/user, answer/response, "
+        "...) with a note.",
+    )
+    @click.option(
+        "--truth-column",
+        metavar="COLUMN",
+        help="Column of a long file holding each task's true label (default: 'truth' when "
+        "present).",
+    )
+    @functools.wraps(command)
+    def wrapper(
+        *args: Any, columns: dict[str, str] | None, truth_column: str | None, **kwargs: Any
+    ) -> Any:
+        from crowdlearn.io import default_columns
+
+        with default_columns(columns, truth_column), notes_on_stderr():
+            return command(*args, **kwargs)
+
+    return wrapper
