@@ -129,9 +129,10 @@ def test_missing_files_tell_how_to_fetch(tmp_path: Path):
     with pytest.raises(DatasetError) as caught:
         datasets.load("labelme", root=root)
     message = str(caught.value)
-    assert "crowdlearn datasets fetch labelme" in message
+    assert f"crowdlearn --data-root {root} datasets fetch labelme" in message
     assert str(root) in message and "answers.txt" in message
-    assert "CROWDLEARN_DATA" in message
+    assert "CROWDLEARN_DATA" in message and "--data-root DIR" in message
+    assert "root=" not in message  # Python wording, out of place on the command line
 
 
 # ---------------------------------------------------------------------------- checksums
@@ -204,8 +205,8 @@ def test_fetch_of_a_corrupted_mirror_file_leaves_nothing(shared_datasets: Path, 
     with pytest.raises(DatasetError, match="sha256") as caught:
         datasets.fetch(SMALL, dest, mirror=mirror.as_uri(), progress=False)
     assert (mirror / SMALL_TRUTH).as_uri() in str(caught.value)
-    folder = (dest / SMALL_TRUTH).parent
-    assert [p.name for p in folder.iterdir()] == ["labels.yaml"]  # no gt.yaml, no temp file
+    # The good file was staged, not placed: the root is left as it was (not created).
+    assert not dest.exists()
 
 
 def test_fetch_network_error_names_the_url(tmp_path: Path):
@@ -213,4 +214,49 @@ def test_fetch_network_error_names_the_url(tmp_path: Path):
     with pytest.raises(DatasetError, match="cannot download") as caught:
         datasets.fetch(SMALL, tmp_path / "dest", mirror=mirror, progress=False)
     assert f"{mirror}/welinder_cubam/bluebirds/" in str(caught.value)
-    assert not any(p.is_file() for p in (tmp_path / "dest").rglob("*"))
+    assert not (tmp_path / "dest").exists()
+
+
+def test_fetch_failing_midway_leaves_no_new_file_or_folder(shared_datasets: Path, tmp_path):
+    """The mirror has the first file but not the second: nothing appears under the root,
+    and what was there before stays untouched."""
+    mirror, dest = tmp_path / "mirror", tmp_path / "dest"
+    copy_dataset(SMALL, shared_datasets, mirror)
+    (mirror / SMALL_TRUTH).unlink()
+    (dest / "other").mkdir(parents=True)
+    (dest / "other" / "keep.txt").write_text("mine")
+    with pytest.raises(DatasetError, match="cannot download"):
+        datasets.fetch(SMALL, dest, mirror=mirror.as_uri(), progress=False)
+    assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*")) == [
+        "other",
+        str(Path("other") / "keep.txt"),
+    ]
+
+
+def test_fetch_from_an_unreachable_host_leaves_nothing(tmp_path: Path):
+    # Port 9 (discard) on the loopback interface: the connection is refused at once.
+    with pytest.raises(DatasetError, match=re.escape("cannot download http://127.0.0.1:9/")):
+        datasets.fetch(SMALL, tmp_path / "dest", mirror="http://127.0.0.1:9", progress=False)
+    assert not (tmp_path / "dest").exists()
+
+
+def test_placing_files_that_fails_removes_what_it_added(tmp_path: Path, monkeypatch):
+    from crowdlearn.datasets import _storage
+
+    staged = {}
+    for name in ("a", "b"):
+        staged[f"set/{name}.txt"] = tmp_path / f"staged-{name}"
+        staged[f"set/{name}.txt"].write_text(name)
+    calls = []
+    real_copy = _storage.shutil.copyfile
+
+    def copy_then_fail(source, target):
+        calls.append(source)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real_copy(source, target)
+
+    monkeypatch.setattr(_storage.shutil, "copyfile", copy_then_fail)
+    with pytest.raises(DatasetError, match="No space left"):
+        _storage.place_files(staged, tmp_path / "root")
+    assert not (tmp_path / "root").exists()

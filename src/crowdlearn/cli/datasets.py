@@ -9,7 +9,8 @@ from crowdlearn.cli._app import cli
 ROOT_OPTION = click.option(
     "--root",
     type=click.Path(file_okay=False),
-    help="Dataset directory (default: $CROWDLEARN_DATA, else the user cache directory).",
+    help="Dataset directory, the same as the global --data-root (default: $CROWDLEARN_DATA, "
+    "else the user cache directory).",
 )
 
 
@@ -54,6 +55,50 @@ def info(name: str) -> None:
     click.echo("files (sha256, source):")
     for path, digest in details.files.items():
         click.echo(f"  {path}\n    {digest}\n    {details.sources.get(path, '-')}")
+
+
+@datasets.command()
+@click.argument("name", required=False)
+@ROOT_OPTION
+def path(name: str | None, root: str | None) -> None:
+    """Print the data root in use; with NAME, where that dataset lives and if it is there.
+
+    The first line is the folder alone, for scripts: `cd "$(crowdlearn datasets path)"`.
+    """
+    import os
+
+    from crowdlearn import datasets as registry
+    from crowdlearn.cli._app import DATA_ROOT_META
+    from crowdlearn.datasets._storage import ROOT_ENV, default_root
+
+    base = registry.data_root(root)
+    if name is None:
+        click.echo(str(base))
+        ctx = click.get_current_context()
+        if root is not None:
+            origin = "--root"
+        elif DATA_ROOT_META in ctx.meta:
+            origin = "--data-root"
+        elif os.environ.get(ROOT_ENV):
+            origin = f"the {ROOT_ENV} environment variable"
+        else:
+            origin = f"the default (user cache directory; set --data-root or {ROOT_ENV})"
+        click.echo(f"data root from {origin}", err=True)
+        return
+    files = list(registry.info(name).files)
+    folders = sorted({str((base / rel).parent) for rel in files})
+    for folder in folders:
+        click.echo(folder)
+    present = [rel for rel in files if (base / rel).is_file()]
+    if len(present) == len(files):
+        state = f"present ({len(files)} files; `crowdlearn datasets fetch {name}` checks them)"
+    else:
+        where = "" if base == default_root() else f"--data-root {base} "
+        state = (
+            f"missing {len(files) - len(present)} of {len(files)} files; download with "
+            f"`crowdlearn {where}datasets fetch {name}`"
+        )
+    click.echo(f"{name}: {state}", err=True)
 
 
 @datasets.command()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import tempfile
 from pathlib import Path
 
 from crowdlearn.datasets._catalog import REGISTRY, Entry
@@ -12,6 +13,7 @@ from crowdlearn.datasets._storage import (
     download,
     has_digest,
     mirror_url,
+    place_files,
     require_files,
     verify_files,
 )
@@ -98,9 +100,11 @@ def fetch(
 ) -> Path:
     """Download every file of a dataset into the data root.
 
-    Each file is written to a temporary file beside its destination, checked against
-    its recorded sha256 and only then renamed into place, so an interrupted or
-    corrupted download leaves no file behind.
+    Every missing file is first downloaded into a temporary staging folder and checked
+    against its recorded sha256; only when all of them are complete are they moved into
+    place (each by an atomic rename beside its destination). A failed, interrupted or
+    corrupted download (offline, an unreachable or broken mirror) therefore leaves no
+    new file and no new folder under the data root.
 
     Parameters
     ----------
@@ -129,12 +133,20 @@ def fetch(
     """
     entry = _lookup(name)
     base = data_root(root)
-    for rel, sha256 in entry.info.files.items():
-        dest = base / rel
-        if not force and has_digest(dest, sha256):
-            continue
-        url = entry.info.sources[rel] if mirror is None else mirror_url(mirror, rel)
-        download(url, dest, sha256, progress)
+    wanted = {
+        rel: sha256
+        for rel, sha256 in entry.info.files.items()
+        if force or not has_digest(base / rel, sha256)
+    }
+    if not wanted:
+        return base
+    with tempfile.TemporaryDirectory(prefix=f"crowdlearn-fetch-{name}-") as staging:
+        staged = {}
+        for index, (rel, sha256) in enumerate(wanted.items()):
+            url = entry.info.sources[rel] if mirror is None else mirror_url(mirror, rel)
+            staged[rel] = Path(staging) / f"{index}-{Path(rel).name}"
+            download(url, staged[rel], sha256, progress)
+        place_files(staged, base)
     return base
 
 

@@ -6,8 +6,10 @@ dataset tree), a sha256 digest and a public URL, all recorded in the catalog.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import shutil
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
@@ -50,6 +52,11 @@ def data_root(root: str | os.PathLike[str] | None = None) -> Path:
     from_env = os.environ.get(ROOT_ENV)
     if from_env:
         return Path(from_env).expanduser()
+    return default_root()
+
+
+def default_root() -> Path:
+    """``<user cache dir>/crowdlearn/datasets``: the data root when none is set."""
     return Path(platformdirs.user_cache_dir("crowdlearn")) / "datasets"
 
 
@@ -57,11 +64,55 @@ def require_files(name: str, root: Path, files: Mapping[str, str]) -> None:
     """Fail with instructions when a file of dataset ``name`` is missing under ``root``."""
     missing = next((rel for rel in files if not (root / rel).is_file()), None)
     if missing is not None:
+        # The command to suggest fetches into this very root; the message names the
+        # command-line option and the environment variable (the Python API's root=
+        # argument is documented with load and fetch).
+        where = "" if root == default_root() else f"--data-root {root} "
         raise DatasetError(
-            f"dataset {name!r} is not in {root}: {missing} is missing; run "
-            f"`crowdlearn datasets fetch {name}` to download it, or pass root= (or set "
-            f"{ROOT_ENV}) to the directory that holds it"
+            f"dataset {name!r} is not in {root} ({missing} is missing): download it with "
+            f"`crowdlearn {where}datasets fetch {name}`, or point to the folder that holds "
+            f"it with --data-root DIR or the {ROOT_ENV} environment variable"
         )
+
+
+def place_files(staged: Mapping[str, Path], root: Path) -> None:
+    """Move complete, checked files (relative path -> staged file) under ``root``.
+
+    Each file is copied beside its destination and renamed onto it. If one cannot be
+    placed, the files this call added and the folders it created are removed again, so
+    a failure leaves the data root as it was (files it replaced stay replaced: they
+    were checked, so they are the recorded ones).
+    """
+    added: list[Path] = []
+    created: list[Path] = []
+    try:
+        for rel, source in staged.items():
+            dest = root / rel
+            created.extend(_missing_parents(dest))
+            existed = dest.exists()
+            with atomic_path(dest) as tmp:
+                shutil.copyfile(source, tmp)
+            if not existed:
+                added.append(dest)
+    except BaseException as exc:
+        for path in added:
+            path.unlink(missing_ok=True)
+        for folder in reversed(created):
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only when empty
+        if isinstance(exc, OSError):
+            raise DatasetError(f"cannot write the dataset under {root}: {exc}") from exc
+        raise
+
+
+def _missing_parents(path: Path) -> list[Path]:
+    """The folders above ``path`` that do not exist yet, outermost first."""
+    missing = []
+    for parent in path.parents:
+        if parent.exists():
+            break
+        missing.append(parent)
+    return missing[::-1]
 
 
 def verify_files(name: str, root: Path, files: Mapping[str, str]) -> None:
