@@ -103,7 +103,7 @@ def test_csv_round_trip(data):
 
 
 @SETTINGS
-@given(st.booleans().flatmap(lambda anonymous: crowds(anonymous=anonymous)))
+@given(st.booleans().flatmap(lambda anonymous: crowds(anonymous=anonymous, features=True)))
 def test_parquet_round_trip(data):
     assert round_trip(data, "a.parquet") == data
 

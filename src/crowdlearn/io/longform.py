@@ -12,7 +12,9 @@ This is crowd-kit's layout. Two containers are supported:
   ids included. :func:`read_parquet` reads one column at a time with pyarrow and never
   creates one Python object per row.
 
-Features are not stored in either container.
+Features are not stored in CSV. :func:`write_parquet` stores them in a ``.npy`` file
+beside the Parquet file (``crowd.parquet`` -> ``crowd.features.npy``), named in the
+metadata, and :func:`read_parquet` restores them (see ``docs/formats.md``).
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class _Declared:
     n_workers: int | None = None
     anonymous: bool = False
     unannotated_truth: list | None = None
+    features: Any = None
 
 
 # ---------------------------------------------------------------------------- CSV
@@ -237,6 +240,7 @@ def read_parquet(
     duplicates: DuplicatePolicy = "error",
     columns: Mapping[str, str | None] | None = None,
     truth_column: str | None = None,
+    features: bool = True,
 ) -> CrowdData:
     """Read a long Parquet file, or a directory of ``*.parquet`` files.
 
@@ -265,6 +269,9 @@ def read_parquet(
         :func:`read_csv`.
     truth_column : str, optional
         Truth column that must be present.
+    features : bool, default True
+        Load the features the metadata names (the ``.features.npy`` file written by
+        :func:`write_parquet`); False ignores them.
 
     Returns
     -------
@@ -311,7 +318,33 @@ def read_parquet(
             duplicates=duplicates,
         )
         _check_counts(data, declared)
+        if features and declared.features is not None:
+            data = data.with_features(_read_features(files[0].parent, declared.features))
         return data
+
+
+def _read_features(folder: Path, entry: Any) -> np.ndarray:
+    """The features array named by the metadata, checked against its shape and dtype."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+        raise CrowdDataError("metadata 'features' must be an object with a 'file' name")
+    file = folder / Path(entry["file"]).name  # a name beside the Parquet file, never a path
+    if not file.is_file():
+        raise CrowdDataError(
+            f"the features file {file} named in the metadata is missing; copy it along with "
+            "the Parquet file, or read without features (features=False)"
+        )
+    try:
+        array = np.load(file, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise CrowdDataError(f"{file}: cannot read the features: {exc}") from None
+    shape, dtype = entry.get("shape"), entry.get("dtype")
+    if list(array.shape) != shape or array.dtype.str != dtype:
+        raise CrowdDataError(
+            f"{file} holds an array of shape {list(array.shape)} and dtype {array.dtype.str} "
+            f"but the metadata expects shape {shape} and dtype {dtype}: it belongs to "
+            "another file"
+        )
+    return array
 
 
 def write_parquet(
@@ -320,6 +353,7 @@ def write_parquet(
     *,
     truth: bool = True,
     row_group_size: int = 1_000_000,
+    features: bool = True,
 ) -> None:
     """Write a long Parquet file with one row per annotation, atomically.
 
@@ -333,7 +367,15 @@ def write_parquet(
     recovered from the rows, because some have no annotation or their code order
     is not the sorted order, it also holds ``task_ids`` (``worker_ids``) in code
     order, and ``unannotated_truth``: ``[task code, class code]`` pairs for tasks
-    without annotations whose truth is known. Features are not written.
+    without annotations whose truth is known.
+
+    Features (when the data have them and ``features`` is true) go to a ``.npy`` file
+    beside the Parquet file: ``crowd.parquet`` -> ``crowd.features.npy``, one row per
+    task in task-code order, with the array's own dtype and shape. The metadata's
+    ``features`` entry names it: ``{"file": "crowd.features.npy", "shape": [...],
+    "dtype": "float32"}``; :func:`read_parquet` loads it from the Parquet file's folder
+    and checks both. The ``.npy`` file is written first, so a reader never finds
+    metadata naming a file that is not complete.
 
     Parameters
     ----------
@@ -343,6 +385,8 @@ def write_parquet(
         Write the truth.
     row_group_size : int, default 1_000_000
         Rows per Parquet row group.
+    features : bool, default True
+        Write the features (when the data have them) to the ``.features.npy`` file.
     """
     columns = {"task": _arrow_ids(data.task_ids, data.task, "task")}
     if not data.is_anonymous:
@@ -353,8 +397,34 @@ def write_parquet(
         columns["truth"] = _arrow_ids(data.classes, data.truth[data.task], "class")
     document = _parquet_metadata(data, write_truth)
     table = pa.table(columns).replace_schema_metadata({METADATA_KEY: json.dumps(document)})
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, row_group_size=row_group_size)
+    sidecar = None
+    if features and data.features is not None:
+        sidecar = features_path(path)
+        document["features"] = {
+            "file": sidecar.name,
+            "shape": list(data.features.shape),
+            "dtype": data.features.dtype.str,
+        }
+        table = table.replace_schema_metadata({METADATA_KEY: json.dumps(document)})
+        if data.features.dtype == object:
+            raise CrowdDataError("features of dtype object cannot be stored; use numbers")
+        with atomic_path(sidecar) as tmp, open(tmp, "wb") as handle:
+            np.save(handle, np.ascontiguousarray(data.features), allow_pickle=False)
+    try:
+        with atomic_path(path) as tmp:
+            pq.write_table(table, tmp, row_group_size=row_group_size)
+    except BaseException:
+        # The features alone are of no use: do not leave them behind.
+        if sidecar is not None:
+            sidecar.unlink(missing_ok=True)
+        raise
+
+
+def features_path(path: str | os.PathLike[str]) -> Path:
+    """The features file written beside a Parquet file: ``x.parquet`` -> ``x.features.npy``."""
+    path = Path(path)
+    stem = path.stem if path.suffix.lower() in PARQUET_SUFFIXES else path.name
+    return path.with_name(f"{stem}.features.npy")
 
 
 def _arrow_ids(ids: np.ndarray, codes: np.ndarray, what: str) -> pa.Array:
@@ -466,6 +536,7 @@ def _parquet_declared(schemas: list[pa.Schema]) -> _Declared:
         n_workers=json_count(document, "n_workers"),
         anonymous=document.get("anonymous") is True,
         unannotated_truth=document.get("unannotated_truth"),
+        features=document.get("features"),
     )
 
 
