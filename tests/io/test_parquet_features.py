@@ -29,7 +29,9 @@ def crowds_with_features(draw: st.DrawFn) -> CrowdData:
     cell = st.tuples(st.integers(0, n_tasks - 1), st.integers(0, n_workers - 1))
     pairs = draw(st.lists(cell, min_size=1, max_size=12, unique=True))
     tasks, workers = (list(c) for c in zip(*pairs, strict=True))
-    labels = draw(st.lists(st.integers(0, n_classes - 1), min_size=len(tasks), max_size=len(tasks)))
+    labels = draw(
+        st.lists(st.integers(0, n_classes - 1), min_size=len(tasks), max_size=len(tasks))
+    )
     truth = draw(
         st.none() | st.lists(st.integers(-1, n_classes - 1), min_size=n_tasks, max_size=n_tasks)
     )
@@ -96,7 +98,7 @@ def test_missing_features_file_is_an_error_unless_ignored(tmp_path):
     path = tmp_path / "x.parquet"
     write_parquet(small(), path)
     features_path(path).unlink()
-    with pytest.raises(CrowdDataError, match="x.features.npy named in the metadata is missing"):
+    with pytest.raises(CrowdDataError, match=r"x\.features\.npy named in the metadata is missing"):
         read_parquet(path)
     assert read_parquet(path, features=False).equals(small(features=False))
 
