@@ -108,3 +108,20 @@ def test_failed_fetch_leaves_no_folder(shared_datasets: Path, tmp_path: Path):
         "--data-root", root, "datasets", "fetch", SMALL, "--mirror", "http://127.0.0.1:9"
     )
     assert offline.exit_code == 2 and not root.exists()
+
+
+def test_labelme_outputs_show_scene_names(shared_datasets: Path, tmp_path: Path):
+    # Parquet keeps the class order (and the features, beside it); CSV would sort them.
+    exported = tmp_path / "labelme.parquet"
+    result = run("--data-root", shared_datasets, "datasets", "export", "labelme", "-o", exported)
+    assert result.exit_code == 0, result.output
+    assert read(exported).features.shape == (1000, 512)
+    result = run("aggregate", exported, "-s", "mv", "-o", tmp_path / "mv", "--quiet")
+    assert result.exit_code == 0, result.output
+    import pandas as pd
+
+    labels = pd.read_csv(tmp_path / "mv" / "labels.csv")
+    names = set(datasets.info("labelme").class_names)
+    assert set(labels["label"]) <= names and len(set(labels["label"])) > 1
+    probas = pd.read_csv(tmp_path / "mv" / "probas.csv")
+    assert list(probas.columns[1:]) == list(datasets.info("labelme").class_names)

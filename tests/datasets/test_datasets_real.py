@@ -136,8 +136,13 @@ def test_labelme_features_and_splits(shared_datasets: Path):
     data = datasets.load("labelme", root=shared_datasets)
     assert data.train.features.shape == (1000, 512)
     assert data.train.features.dtype == np.float32
-    assert list(data.train.classes) == list(range(8))
+    # The files' codes 0..7 are loaded as the scene names.
+    assert tuple(data.train.classes) == data.info.class_names
     assert data.info.class_names[0] == "highway" and data.info.class_names[7] == "opencountry"
+    truth = np.loadtxt(
+        shared_datasets / "labelme" / "fmenat_PyLearningCrowds" / "LabelMe_Z_train.txt", dtype=int
+    )
+    np.testing.assert_array_equal(data.train.truth, truth)
     for split, n in ((data.valid, 500), (data.test, 1188)):
         X, y = split
         assert X.shape == (n, 512) and X.dtype == np.float32
@@ -216,3 +221,20 @@ def test_usps_is_a_feature_pool(shared_datasets: Path):
         assert y.shape == (n,) and y.dtype == np.int64
         assert set(np.unique(y)) == set(range(10))
         assert X.min() >= 0 and X.max() <= 1
+
+
+@pytest.mark.parametrize("name", ["labelme", "music", "ms", "cifar10h"])
+def test_named_classes_are_the_loaded_classes(shared_datasets: Path, name: str):
+    train = datasets.load(name, root=shared_datasets).train
+    names = datasets.info(name).class_names
+    assert names is not None and tuple(train.classes) == names
+
+
+def test_ms_and_music_name_the_same_genre_per_song(shared_datasets: Path):
+    ms = datasets.load("ms", root=shared_datasets).train
+    music = datasets.load("music", root=shared_datasets).train
+    np.testing.assert_array_equal(ms.classes[ms.truth], music.classes[music.truth])
+    # Same votes too: each song's labels name the same genres in both files.
+    ms_votes = sorted(zip(ms.task_ids[ms.task], ms.classes[ms.label], strict=True))
+    music_votes = sorted(zip(music.task_ids[music.task], music.classes[music.label], strict=True))
+    assert ms_votes == music_votes

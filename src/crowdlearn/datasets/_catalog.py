@@ -105,7 +105,7 @@ _LABELME = _entry(
         "validation and 1188 test images have ground truth only. Features are VGG16 "
         "convolutional features average-pooled to 512 dimensions (float32). The answer "
         "matrix is the 59-worker version (the 77-column original without its 18 empty "
-        "columns); class codes 0..7 are named in class_names."
+        "columns); the files' class codes 0..7 are loaded as the scene names of class_names."
     ),
     citation=(
         "Rodrigues, F. & Pereira, F. C. (2018). Deep learning from crowds. "
@@ -440,7 +440,7 @@ _MS = _active_crowd(
     title="Music genre",
     summary=(
         "The 'music' crowd labels (700 songs, 44 workers, 2945 labels) with genres coded "
-        "1..10; class_names gives the genre of each code, established by matching the "
+        "1..10, loaded as the genre names of class_names, established by matching the "
         "gold labels with those of the 'music' dataset (1 country, 2 jazz, 3 disco, 4 pop, "
         "5 reggae, 6 rock, 7 blues, 8 classical, 9 metal, 10 hiphop). No features."
     ),

@@ -39,6 +39,7 @@ def load_labelme(paths: Paths, info: DatasetInfo) -> Dataset:
         features=np.load(paths["train_features"]),
         truth=_read_codes(paths["train_truth"]),
     )
+    train = with_class_names(train, info)
     return Dataset(
         info.name,
         info,
@@ -94,7 +95,10 @@ def load_active_crowd(paths: Paths, info: DatasetInfo) -> Dataset:
     frame = pd.read_csv(
         paths["annotations"], header=None, usecols=range(4), names=_ACTIVE_CROWD_COLUMNS
     )
-    return _long_table(frame, info, duplicates="keep")
+    dataset = _long_table(frame, info, duplicates="keep")
+    if info.class_names is None:
+        return dataset
+    return Dataset(info.name, info, with_class_names(dataset.train, info))
 
 
 def load_cifar10h(paths: Paths, info: DatasetInfo) -> Dataset:
@@ -118,6 +122,35 @@ def load_usps(paths: Paths, info: DatasetInfo) -> Dataset:
 
 
 # ---------------------------------------------------------------------- shared helpers
+
+
+def with_class_names(train: CrowdData, info: DatasetInfo) -> CrowdData:
+    """The data with the source's class names as class ids (codes unchanged).
+
+    Class code ``k`` (the ``k``-th class in the file's sorted order, e.g. LabelMe's
+    0..7 or MS's 1..10) becomes ``info.class_names[k]``, so aggregated labels, learned
+    predictions and reports show the names; held-out ``y`` codes stay valid.
+    """
+    names = info.class_names
+    if names is None or list(train.classes) == list(names):
+        return train
+    if train.n_classes != len(names):
+        raise DatasetError(
+            f"dataset {info.name!r} has {train.n_classes} classes in its files but "
+            f"{len(names)} class names"
+        )
+    return CrowdData(
+        train.task,
+        train.worker,
+        train.label,
+        task_ids=train.task_ids,
+        worker_ids=None if train.is_anonymous else train.worker_ids,
+        classes=np.array(names, dtype=object),
+        features=train.features,
+        truth=train.truth,
+        # The pairs were checked (or kept on purpose) when the files were read.
+        duplicates="keep",
+    )
 
 
 def _long_table(frame: pd.DataFrame, info: DatasetInfo, duplicates: DuplicatePolicy) -> Dataset:

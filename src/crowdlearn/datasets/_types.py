@@ -47,7 +47,9 @@ class DatasetInfo:
     n_classes : int
         Number of classes.
     class_names : tuple of str or None
-        Name of each class code, when the source names the classes.
+        Name of each class code, when the source names the classes; the loaded
+        ``train.classes`` are then these names (class code ``k`` is
+        ``class_names[k]``), so outputs show names while ``y`` codes stay valid.
     has_features, has_truth, has_valid, has_test : bool
         Whether the training tasks (the pool, for a feature-only dataset) come with
         features and true labels, and whether a labelled validation or test split is
