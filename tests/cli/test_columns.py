@@ -106,3 +106,11 @@ def test_duplicate_pair_message_carries_the_keyword_to_translate(tmp_path):
     assert result.exit_code == 2
     # The CLI's error boundary translates "duplicates=" into "--duplicates keep|first|last".
     assert "duplicates=" in result.stderr or "--duplicates" in result.stderr
+
+
+def test_unknown_header_names_the_flag(tmp_path):
+    path = tmp_path / "odd.csv"
+    path.write_text("qq,ww,aa\n1,2,3\n")
+    result = run("aggregate", path, "-s", "mv", "-o", tmp_path / "o")
+    assert result.exit_code == 2
+    assert "--columns task=...,worker=...,label=..." in result.stderr

@@ -343,7 +343,8 @@ class CrowdData:
             raise CrowdDataError(
                 f"missing column(s) {show(missing)}; "
                 f"the columns are {show(list(frame.columns), 20)}; name them with "
-                "columns={'task': ..., 'worker': ..., 'label': ...}"
+                "columns={'task': ..., 'worker': ..., 'label': ...} "
+                "(command line: --columns task=...,worker=...,label=...)"
             )
         if isinstance(truth, str):
             truth = _truth_from_rows(frame[task], frame[truth])

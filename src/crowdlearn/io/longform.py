@@ -593,7 +593,10 @@ def _require_columns(
     hint = ""
     if worker in missing:
         hint = "; for anonymous annotations (no worker column) pass worker=None"
-    hint += "; name the columns with columns={'task': ..., 'worker': ..., 'label': ...}"
+    hint += (
+        "; name the columns with columns={'task': ..., 'worker': ..., 'label': ...} "
+        "(command line: --columns task=...,worker=...,label=...)"
+    )
     raise CrowdDataError(
         f"missing column(s) {show(missing)}{where}; the columns are {show(list(present), 20)}"
         f"{hint}"
