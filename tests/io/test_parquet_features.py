@@ -133,3 +133,13 @@ def test_simulated_features_survive_parquet_and_feed_learn(tmp_path):
          "-o", str(tmp_path / "model"), "--quiet"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
+
+
+def test_convert_to_parquet_keeps_features(tmp_path):
+    source = tmp_path / "peer"
+    write(small(), source, format="peerannot")  # the peerannot folder holds features.npy
+    target = tmp_path / "crowd.parquet"
+    result = CliRunner().invoke(cli, ["convert", str(source), "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    assert features_path(target).is_file()
+    assert read(target).equals(read(source))
