@@ -113,3 +113,9 @@ def test_any_recognised_header_reads_like_the_standard_one(task, worker, label, 
         warnings.simplefilter("ignore", ColumnsRecognizedWarning)
         data = CrowdData.from_frame(frame(*names))
     assert data.equals(expected())
+
+
+def test_truth_named_twice_differently_is_an_error():
+    df = frame("task", "worker", "label").assign(gold="dog", other="cat")
+    with pytest.raises(CrowdDataError, match="truth is given twice"):
+        CrowdData.from_frame(df, columns={"truth": "gold"}, truth="other")

@@ -143,3 +143,11 @@ def test_convert_to_parquet_keeps_features(tmp_path):
     assert result.exit_code == 0, result.output
     assert features_path(target).is_file()
     assert read(target).equals(read(source))
+
+
+def test_simulate_to_csv_says_the_features_are_not_kept(tmp_path):
+    result = CliRunner().invoke(
+        cli, ["simulate", "crowd-on-features", "-o", str(tmp_path / "s"), "--format", "csv"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "crowdlearn: note: CSV holds no features" in result.stderr

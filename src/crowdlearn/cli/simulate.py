@@ -82,6 +82,12 @@ def _write_outputs(data: Any, info: Any, folder: Path, output_format: str, strat
         write(data, folder, format="peerannot")
     else:
         write(data, folder / OUTPUT_FILES[output_format], format=output_format)
+    if output_format == "csv" and data.features is not None:
+        click.echo(
+            "crowdlearn: note: CSV holds no features; use --format parquet or peerannot "
+            "to keep them",
+            err=True,
+        )
     with atomic_path(folder / "matrices.npy") as tmp, open(tmp, "wb") as handle:
         np.save(handle, info.confusions)
     details = {

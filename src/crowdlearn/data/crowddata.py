@@ -334,6 +334,10 @@ class CrowdData:
         note_recognized(found)
         task, worker, label = found.task, found.worker, found.label
         if columns is not None and columns.get("truth") is not None:
+            if truth is not None and not (isinstance(truth, str) and truth == columns["truth"]):
+                raise CrowdDataError(
+                    "the truth is given twice: as columns['truth'] and as truth=/truth_column="
+                )
             truth = columns["truth"]
         wanted = [c for c in (task, worker, label) if c is not None]
         if isinstance(truth, str):
