@@ -114,3 +114,12 @@ def test_unknown_header_names_the_flag(tmp_path):
     result = run("aggregate", path, "-s", "mv", "-o", tmp_path / "o")
     assert result.exit_code == 2
     assert "--columns task=...,worker=...,label=..." in result.stderr
+
+
+def test_dask_engine_refuses_columns_instead_of_ignoring_them(tmp_path, answer_csv):
+    result = run(
+        "aggregate", answer_csv, "--engine", "dask", "--columns", "task=question",
+        "-s", "ds", "-o", tmp_path / "o",
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "not supported with --engine dask" in result.output

@@ -96,6 +96,12 @@ def reading_options(command: Callable[..., Any]) -> Callable[..., Any]:
     ) -> Any:
         from crowdlearn.io import default_columns
 
+        # The Dask engine reads Parquet with dask itself, not crowdlearn.io.read.
+        if kwargs.get("engine") == "dask" and (columns or truth_column):
+            raise click.UsageError(
+                "--columns and --truth-column are not supported with --engine dask; "
+                "name the Parquet columns task, worker, label"
+            )
         with default_columns(columns, truth_column), notes_on_stderr():
             return command(*args, **kwargs)
 
