@@ -17,13 +17,16 @@ its line and the output is not garbled. ``tqdm`` is imported only when a bar is 
 
 from __future__ import annotations
 
+import functools
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeVar
 
 Progress: TypeAlias = bool | Literal["auto"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: The decision of the innermost :func:`progress_scope`; None outside any.
 _SCOPE: ContextVar[bool | None] = ContextVar("crowdlearn_progress_scope", default=None)
@@ -88,6 +91,30 @@ def progress_scope(progress: Any) -> Iterator[bool]:
         yield enabled
     finally:
         _SCOPE.reset(token)
+
+
+def scoped(function: F) -> F:
+    """Decorator: run ``function`` inside :func:`progress_scope` of its ``progress``
+    argument, so that what it fits with ``progress="auto"`` follows its decision."""
+    import inspect
+
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        with progress_scope(bound.arguments["progress"]):
+            return function(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def set_progress_default(enabled: bool | None) -> None:
+    """Make ``"auto"`` resolve to ``enabled`` in the current thread from now on (None:
+    back to the terminal test). For worker processes that share their parent's
+    terminal, where several bars at once would garble it."""
+    _SCOPE.set(enabled)
 
 
 def progress_bar(
