@@ -150,7 +150,7 @@ class Trainer:
         bar = progress_bar(
             range(first, learner.max_epochs),
             progress=show,
-            desc=type(learner).__name__,
+            desc=getattr(learner, "_progress_desc", None) or type(learner).__name__,
             unit="epoch",
             initial=first,
             total=learner.max_epochs,

@@ -378,6 +378,7 @@ class SelfCrowd(CrowdLayer):
         if self.checkpoint_dir is not None:
             training["checkpoint_dir"] = str(Path(self.checkpoint_dir) / f"round-{round_}")
         model = _RoundCrowdLayer(self.variant, self.on, self.trainable, **training)
+        model._progress_desc = f"CrowdLayer round {round_}"  # the epoch bar's name
         if self.retrain == "continue" and previous is not None:
             state = previous.module_.state_dict()
             model._warm_state = {k: v.detach().clone() for k, v in state.items()}
@@ -445,6 +446,7 @@ class _RoundCrowdLayer(CrowdLayer):
     """The Crowd Layer of one round, optionally starting from given weights."""
 
     _warm_state: dict[str, torch.Tensor] | None = None
+    _progress_desc: str | None = None
 
     def _build_module(self, *shape: Any) -> torch.nn.ModuleDict:
         module = super()._build_module(*shape)
