@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -23,8 +24,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from tqdm.auto import tqdm
 
+from crowdlearn._progress import progress_bar, scoped
 from crowdlearn.aggregation import GLAD, BaseAggregator, DawidSkene, MajorityVote, NaiveSoft
 from crowdlearn.data import CrowdData
 from crowdlearn.metrics import acc_train, accuracy, imbalance_ratio, macro_f1
@@ -108,7 +109,8 @@ def fit_classifier(
     )
 
 
-def run_demo(seed: int = 0, progress: bool = True) -> DemoResult:
+@scoped
+def run_demo(seed: int = 0, progress: bool | Literal["auto"] = "auto") -> DemoResult:
     """Simulate the crowd, aggregate it with every demo method, train and evaluate.
 
     Returns the crowd and a table with, per method: the kind of training labels,
@@ -118,7 +120,7 @@ def run_demo(seed: int = 0, progress: bool = True) -> DemoResult:
     crowd, x_test, y_test = simulate_demo_crowd(seed)
     steps = [*DEMO_METHODS, None]  # None: the ceiling, trained on the true labels
     rows = []
-    for method in tqdm(steps, desc="demo", unit="method", disable=not progress):
+    for method in progress_bar(steps, progress=progress, desc="demo", unit="method"):
         if method is None:
             name, kind, targets = "true labels (ceiling)", "hard", crowd.truth
         else:

@@ -168,3 +168,20 @@ def test_learn_crowding(simulated):
     )  # fmt: skip
     assert summary["method"] == "CrowdInG" and summary["params"]["info_loss"] == "False"
     assert history[0].startswith("epoch,d_loss,g_loss,c_loss,info_loss") and len(history) == 4
+
+
+def test_learn_shows_the_epoch_bar_on_a_terminal_unless_quiet(simulated, monkeypatch):
+    from crowdlearn import _progress
+
+    off_terminal = run(simulated / "sim", "-s", "crowdlayer", "--epochs", 2, "-o", simulated / "a")
+    assert off_terminal.exit_code == 0, off_terminal.output
+    assert "epoch" not in off_terminal.stderr  # "auto": CliRunner's stderr is no terminal
+    monkeypatch.setattr(_progress, "stderr_is_terminal", lambda: True)
+    shown = run(simulated / "sim", "-s", "crowdlayer", "--epochs", 2, "-o", simulated / "b")
+    assert shown.exit_code == 0, shown.output
+    assert "CrowdLayer" in shown.stderr and "2/2" in shown.stderr
+    quiet = run(
+        simulated / "sim", "-s", "crowdlayer", "--epochs", 2, "-o", simulated / "c", "--quiet"
+    )
+    assert quiet.exit_code == 0, quiet.output
+    assert "epoch" not in quiet.stderr

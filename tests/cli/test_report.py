@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from click.testing import CliRunner
 
-from crowdlearn import CrowdData
+from crowdlearn import CrowdData, _progress
 from crowdlearn.cli import cli
 from crowdlearn.io import write_csv
 
@@ -24,7 +24,9 @@ def _crowd_csv(tmp_path):
     return path
 
 
-def test_report_writes_html_and_shows_a_progress_bar(tmp_path):
+def test_report_writes_html_and_shows_a_progress_bar(tmp_path, monkeypatch):
+    # the bar is shown by default on a terminal; CliRunner's stderr is not one
+    monkeypatch.setattr(_progress, "stderr_is_terminal", lambda: True)
     path = _crowd_csv(tmp_path)
     out = tmp_path / "sub" / "report.html"
     result = CliRunner().invoke(cli, ["report", str(path), "-s", "mv,ds", "-o", str(out)])

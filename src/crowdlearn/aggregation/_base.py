@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
-from tqdm.auto import tqdm
 
+from crowdlearn._progress import progress_bar
 from crowdlearn.data import CrowdData, CrowdDataError
 
 TieBreak = Literal["random", "lowest"]
@@ -131,7 +131,7 @@ class IterativeAggregator(BaseAggregator):
 
     max_iter: int
     tol: float
-    progress: bool
+    progress: bool | Literal["auto"]
 
     def _initialize(self, data: CrowdData, **fit_params: Any) -> None:
         raise NotImplementedError
@@ -150,11 +150,11 @@ class IterativeAggregator(BaseAggregator):
         rows = []
         previous = -np.inf
         self.converged_ = False
-        bar = tqdm(
+        bar = progress_bar(
             range(1, self.max_iter + 1),
+            progress=self.progress,
             desc=type(self).__name__,
             unit="it",
-            disable=not self.progress,
             leave=False,
         )
         for iteration in bar:

@@ -80,8 +80,9 @@ class DawidSkene(IterativeAggregator):
     tie_break : {"random", "lowest"}, default "random"
     random_state : int, default 0
         Seed of the random tie-break of ``labels_``.
-    progress : bool, default False
+    progress : bool or "auto", default "auto"
         Show a progress bar over the iterations.
+        "auto": when stderr is a terminal (see :mod:`crowdlearn._progress`).
 
     Attributes
     ----------
@@ -122,7 +123,7 @@ class DawidSkene(IterativeAggregator):
         chunk_size: int | None = None,
         tie_break: TieBreak = "random",
         random_state: int | None = 0,
-        progress: bool = False,
+        progress: bool | Literal["auto"] = "auto",
     ) -> None:
         self.max_iter = max_iter
         self.tol = tol

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -97,8 +97,9 @@ class DSWC(IterativeAggregator):
     tie_break : {"random", "lowest"}, default "random"
     random_state : int, default 0
         Seed of the restarts' noise and of the random tie-break.
-    progress : bool, default False
+    progress : bool or "auto", default "auto"
         Show a progress bar over the iterations.
+        "auto": when stderr is a terminal (see :mod:`crowdlearn._progress`).
 
     Attributes
     ----------
@@ -146,7 +147,7 @@ class DSWC(IterativeAggregator):
         dtype: str = "float64",
         tie_break: TieBreak = "random",
         random_state: int | None = 0,
-        progress: bool = False,
+        progress: bool | Literal["auto"] = "auto",
     ) -> None:
         self.n_clusters = n_clusters
         self.max_iter = max_iter

@@ -70,7 +70,9 @@ class GLAD(IterativeAggregator):
         Precision of the posteriors; the parameters are optimised in float64.
     tie_break : {"random", "lowest"}, default "random"
     random_state : int, default 0
-    progress : bool, default False
+    progress : bool or "auto", default "auto"
+        Show a progress bar over the iterations; "auto": when stderr is a terminal
+        (see :mod:`crowdlearn._progress`).
     chunk_size : int, optional
         Run both EM steps on blocks of about this many annotations (whole tasks), so
         that no temporary has the annotations' size: the worker-ability sums are
@@ -113,7 +115,7 @@ class GLAD(IterativeAggregator):
         dtype: str = "float64",
         tie_break: TieBreak = "random",
         random_state: int | None = 0,
-        progress: bool = False,
+        progress: bool | Literal["auto"] = "auto",
         chunk_size: int | None = None,
     ) -> None:
         self.max_iter = max_iter

@@ -95,8 +95,9 @@ class MACE(IterativeAggregator):
     tie_break : {"random", "lowest"}, default "random"
     random_state : int, default 0
         Seed of the initialisations and of the random tie-break of ``labels_``.
-    progress : bool, default False
+    progress : bool or "auto", default "auto"
         Show a progress bar over the iterations of each restart.
+        "auto": when stderr is a terminal (see :mod:`crowdlearn._progress`).
 
     Attributes
     ----------
@@ -144,7 +145,7 @@ class MACE(IterativeAggregator):
         dtype: str = "float64",
         tie_break: TieBreak = "random",
         random_state: int | None = 0,
-        progress: bool = False,
+        progress: bool | Literal["auto"] = "auto",
     ) -> None:
         self.method = method
         self.n_restarts = n_restarts

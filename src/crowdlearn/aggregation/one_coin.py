@@ -13,7 +13,7 @@ NeurIPS 2014). EM:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -45,7 +45,9 @@ class OneCoinDawidSkene(IterativeAggregator):
         :class:`~crowdlearn.aggregation.DawidSkene` and docs/scale.md.
     tie_break : {"random", "lowest"}, default "random"
     random_state : int, default 0
-    progress : bool, default False
+    progress : bool or "auto", default "auto"
+        Show a progress bar over the iterations; "auto": when stderr is a terminal
+        (see :mod:`crowdlearn._progress`).
 
     Attributes
     ----------
@@ -78,7 +80,7 @@ class OneCoinDawidSkene(IterativeAggregator):
         chunk_size: int | None = None,
         tie_break: TieBreak = "random",
         random_state: int | None = 0,
-        progress: bool = False,
+        progress: bool | Literal["auto"] = "auto",
     ) -> None:
         self.max_iter = max_iter
         self.tol = tol

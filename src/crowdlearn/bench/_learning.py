@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 import torch
 from matplotlib.figure import Figure
-from tqdm.auto import tqdm
 
+from crowdlearn._progress import progress_bar, set_progress_default
 from crowdlearn.bench._child import THREADS_ENV
 from crowdlearn.bench._strategies import mean_std, spec_name
 from crowdlearn.data import CrowdData
@@ -189,6 +189,7 @@ def bench_jobs() -> int:
 
 def _start_worker(n_threads: int) -> None:
     torch.set_num_threads(n_threads)
+    set_progress_default(False)  # the parent's bar counts the fits; workers stay silent
 
 
 def map_jobs(
@@ -205,7 +206,7 @@ def map_jobs(
     results do not depend on ``jobs``; fit times measured while several fits share the
     cores are longer than alone.
     """
-    bar = tqdm(total=len(calls), desc=desc, unit="fit")
+    bar = progress_bar(total=len(calls), progress="auto", desc=desc, unit="fit")
     try:
         if jobs <= 1 or len(calls) <= 1:
             out = []

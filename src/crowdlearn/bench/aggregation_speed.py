@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
+from crowdlearn._progress import progress_bar
 from crowdlearn.aggregation import STRATEGIES
 from crowdlearn.bench._child import (
     DEFAULT_TIMEOUT_S,
@@ -315,7 +315,7 @@ def run_jobs(
     rows = []
     reuse = reuse or {}
     given_up: dict[tuple[str, str, int], str] = {}
-    bar = tqdm(jobs, desc=NAME, unit="fit")
+    bar = progress_bar(jobs, progress="auto", desc=NAME, unit="fit")
     for job in bar:
         bar.set_postfix_str(f"{job.library} {job.method} {job.n_annotations:,}")
         key = (job.library, job.method, job.n_classes)
@@ -568,7 +568,9 @@ def bench_aggregation_speed(out: Path, quick: bool, seeds: int) -> BenchResult:
     partial.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(dir=out, prefix=f".{NAME}-") as scratch:
         files = {}
-        for n_annotations in tqdm(sizes, desc="writing crowds", unit="size"):
+        for n_annotations in progress_bar(
+            sizes, progress="auto", desc="writing crowds", unit="size"
+        ):
             for seed in range(seeds):
                 path = Path(scratch) / f"crowd-{n_annotations}-{seed}.parquet"
                 parameters = crowd_parameters(

@@ -45,8 +45,8 @@ import numpy as np
 import pandas as pd
 import torch
 from matplotlib.figure import Figure
-from tqdm.auto import tqdm
 
+from crowdlearn._progress import progress_bar
 from crowdlearn.bench._child import (
     memory_cap_bytes,
     run_child,
@@ -300,7 +300,7 @@ def run_scaling(
     ideal = methods_by_spec([IDEAL])[0]
     rows, diagonals = [], {}
     total = seeds * (1 + len(annotators) * (len(in_process) + len(measured)))
-    bar = tqdm(total=total, desc=NAME, unit="fit")
+    bar = progress_bar(total=total, progress="auto", desc=NAME, unit="fit")
     with torch_threads(bench_threads()):
         for seed in range(seeds):
             test_params = holdout_parameters(n_per_class, seed)

@@ -29,9 +29,9 @@ import pandas as pd
 import torch
 from scipy.stats import spearmanr
 from sklearn.metrics import roc_auc_score
-from tqdm.auto import tqdm
 
 from crowdlearn import datasets
+from crowdlearn._progress import progress_bar
 from crowdlearn.bench._registry import BenchResult, register
 from crowdlearn.bench._strategies import mean_std
 from crowdlearn.data import CrowdData
@@ -154,7 +154,7 @@ def true_accuracy(data: CrowdData, confusions: np.ndarray) -> np.ndarray:
 
 def simulated_rows(quick: bool, seeds: int) -> list[dict]:
     rows = []
-    for seed in tqdm(range(seeds), desc=f"{NAME} simulated", unit="seed"):
+    for seed in progress_bar(range(seeds), progress="auto", desc=f"{NAME} simulated", unit="seed"):
         for crowd, (data, info, flagged_groups) in simulated_crowds(quick, seed).items():
             scores = worker_scores(data, learned=not quick, seed=seed)
             accuracy = true_accuracy(data, info.confusions)
@@ -201,7 +201,7 @@ def _load(name: str, notes: list[str]) -> datasets.Dataset | None:
 
 def real_rows(names: tuple[str, ...], quick: bool, seeds: int, notes: list[str]) -> list[dict]:
     rows = []
-    for name in tqdm(names, desc=f"{NAME} real", unit="dataset"):
+    for name in progress_bar(names, progress="auto", desc=f"{NAME} real", unit="dataset"):
         dataset = _load(name, notes)
         if dataset is None:
             continue
@@ -246,7 +246,7 @@ def _fit_accuracy(
 def waum_rows(names: tuple[str, ...], quick: bool, seeds: int, notes: list[str]) -> list[dict]:
     rows = []
     waum_epochs, epochs = (2, 2) if quick else (20, 30)
-    for name in tqdm(names, desc=f"{NAME} waum", unit="dataset"):
+    for name in progress_bar(names, progress="auto", desc=f"{NAME} waum", unit="dataset"):
         dataset = _load(name, notes)
         if dataset is None or dataset.test is None:
             continue

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-from tqdm.auto import tqdm
 
+from crowdlearn._progress import progress_bar
 from crowdlearn.bench._registry import BenchResult, register
 from crowdlearn.bench._strategies import (
     fit_and_score,
@@ -127,7 +127,7 @@ def simulate_and_aggregate(specs: list[str], seeds: range) -> pd.DataFrame:
     """One raw row per (setting, strategy, seed)."""
     rows = []
     jobs = [(name, seed) for name in SETTINGS for seed in seeds]
-    for name, seed in tqdm(jobs, desc=NAME, unit="crowd"):
+    for name, seed in progress_bar(jobs, progress="auto", desc=NAME, unit="crowd"):
         setting = SETTINGS[name]
         data = setting.simulate(**setting.params, seed=seed)
         for spec in setting_specs(setting, specs):

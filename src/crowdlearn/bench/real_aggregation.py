@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from crowdlearn import datasets
+from crowdlearn._progress import progress_bar
 from crowdlearn.bench._registry import BenchResult, register
 from crowdlearn.bench._strategies import Outcome, fit_and_score, registered_specs
 from crowdlearn.datasets import DatasetError
@@ -57,7 +57,7 @@ def run_strategies(names: tuple[str, ...], specs: list[str], seeds: int) -> tupl
     """Raw rows for every (dataset, strategy, seed), and a note per skipped dataset."""
     root = datasets.data_root()
     rows, skipped = [], []
-    for name in tqdm(names, desc=NAME, unit="dataset"):
+    for name in progress_bar(names, progress="auto", desc=NAME, unit="dataset"):
         try:
             data = datasets.load(name, root=root).train
         except DatasetError as error:

@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-from tqdm.auto import tqdm
 
 from crowdlearn import datasets
+from crowdlearn._progress import progress_bar
 from crowdlearn.bench._learning import SEED_STRIDE, bench_threads, torch_threads
 from crowdlearn.bench._registry import BenchResult, register
 from crowdlearn.learning import SelfCrowd
@@ -281,7 +281,7 @@ def bench_self_crowd(out: Path, quick: bool, seeds: int) -> BenchResult:
         ("sparsity", p, rule, seed) for p in removed for seed in range(sp_seeds) for rule in RULES
     ]
     with torch_threads(bench_threads()):
-        for part, p, rule, seed in tqdm(jobs, desc=NAME, unit="run"):
+        for part, p, rule, seed in progress_bar(jobs, progress="auto", desc=NAME, unit="run"):
             if part == "rounds":
                 model = fit_rule(train, valid, rule, seed, n_rounds, m, epochs)
                 rows += round_rows(model, rule, seed, test)

@@ -201,7 +201,7 @@ def aggregate(
         )
         return
     if "progress" in model.get_params():
-        model.set_params(progress=not quiet)
+        model.set_params(progress=False if quiet else "auto")
     options = {} if detect_format(data) == "matrix" else {"duplicates": duplicates}
     crowd = read(data, **options)
     fit_options = {}
@@ -251,7 +251,7 @@ def _aggregate_dask(
         )
     model = dist.STRATEGIES[name](**memory_model.get_params())
     if "progress" in model.get_params():
-        model.set_params(progress=not quiet)
+        model.set_params(progress=False if quiet else "auto")
     if scheduler is not None:
         cluster = None
         client = Client(scheduler)

@@ -109,11 +109,14 @@ def path(name: str | None, root: str | None) -> None:
     help="Base URL to download from instead of the recorded sources (e.g. file:///path/to/copy).",
 )
 @click.option("--force", is_flag=True, help="Download files even when already present.")
-def fetch(name: str, root: str | None, mirror: str | None, force: bool) -> None:
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def fetch(name: str, root: str | None, mirror: str | None, force: bool, quiet: bool) -> None:
     """Download dataset NAME into the dataset directory, checking every file's sha256."""
     from crowdlearn import datasets as registry
 
-    destination = registry.fetch(name, root=root, mirror=mirror, force=force)
+    destination = registry.fetch(
+        name, root=root, mirror=mirror, force=force, progress=False if quiet else "auto"
+    )
     click.echo(f"{name}: files ready under {destination}")
 
 

@@ -15,7 +15,7 @@ def demo(seed: int, quiet: bool) -> None:
     train a classifier on the aggregated labels and compare the methods."""
     from crowdlearn.demo import run_demo
 
-    result = run_demo(seed=seed, progress=not quiet)
+    result = run_demo(seed=seed, progress=False if quiet else "auto")
     click.echo(f"Crowd: {result.crowd_summary()}")
     click.echo(
         "Classifier: standardised logistic regression; "

@@ -112,6 +112,7 @@ def pruned_copy(data: CrowdData, frames: dict[str, Any], prune: dict[str, float]
     help="What to do with repeated (task, worker) pairs.",
 )
 @click.option("--list", "list_", is_flag=True, help="List the scores and exit.")
+@click.option("--quiet", is_flag=True, help="No progress bars.")
 def identify(
     data: str | None,
     scores: tuple[str, ...],
@@ -124,6 +125,7 @@ def identify(
     root: str | None,
     duplicates: str,
     list_: bool,
+    quiet: bool,
 ) -> None:
     """Score the tasks and workers of DATA (a file or a dataset name such as labelme).
 
@@ -132,6 +134,7 @@ def identify(
     --prune, also writes a copy of the data without the worst-scored tasks or workers
     (low WAUM/AUM/trace/spammer score..., high entropy or GLAD difficulty).
     """
+    from crowdlearn._progress import progress_scope
     from crowdlearn.identify import SCORES, class_agreement, compute, krippendorff_alpha
     from crowdlearn.io import write
 
@@ -150,7 +153,8 @@ def identify(
     if max_epochs is not None:
         training["max_epochs"] = max_epochs
     crowd = load_crowd(data, root, duplicates)
-    frames = compute(crowd, names, confusion_model=confusion_model, training=training)
+    with progress_scope(False if quiet else "auto"):  # every fit inside follows it
+        frames = compute(crowd, names, confusion_model=confusion_model, training=training)
     folder = Path(output)
     folder.mkdir(parents=True, exist_ok=True)
     written = []

@@ -201,7 +201,7 @@ def learn(
     if "hidden" in overrides:
         overrides["hidden"] = tuple(overrides["hidden"])
     model = make_learner(method, **_parse_params(params), **overrides)
-    model.set_params(progress=not quiet)
+    model.set_params(progress=False if quiet else "auto")
     crowd, valid, test = _source(data, root, features)
     valid = _pair(valid_features, valid_labels, "valid") or valid
     test = _pair(test_features, test_labels, "test") or test

@@ -104,7 +104,7 @@ def report(
         use_truth=use_truth,
         strategies=chosen,
         limits=limits,
-        progress=not quiet,
+        progress=False if quiet else "auto",
         seed=seed,
     )
     click.echo(f"report: {crowd} -> {path}")

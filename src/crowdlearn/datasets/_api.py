@@ -6,6 +6,7 @@ import difflib
 import os
 import tempfile
 from pathlib import Path
+from typing import Literal
 
 from crowdlearn.datasets._catalog import REGISTRY, Entry
 from crowdlearn.datasets._storage import (
@@ -96,7 +97,7 @@ def fetch(
     *,
     mirror: str | None = None,
     force: bool = False,
-    progress: bool = True,
+    progress: bool | Literal["auto"] = "auto",
 ) -> Path:
     """Download every file of a dataset into the data root.
 
@@ -117,8 +118,8 @@ def fetch(
         is fetched from ``mirror + "/" + its relative path`` instead of its public source.
     force : bool, default False
         Download files that are already present with the right digest too.
-    progress : bool, default True
-        Show a progress bar per file.
+    progress : bool or "auto", default "auto"
+        Show a progress bar per file ("auto": when stderr is a terminal).
 
     Returns
     -------

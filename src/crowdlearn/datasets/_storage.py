@@ -17,9 +17,9 @@ from http.client import HTTPException
 from pathlib import Path
 
 import platformdirs
-from tqdm.auto import tqdm
 
 from crowdlearn._atomic import atomic_path
+from crowdlearn._progress import progress_bar
 from crowdlearn.datasets._types import DatasetError
 
 #: Environment variable naming the data root when ``root`` is not passed.
@@ -156,7 +156,7 @@ def mirror_url(mirror: str, rel: str) -> str:
     return f"{mirror.rstrip('/')}/{urllib.parse.quote(rel)}"
 
 
-def download(url: str, dest: Path, expected: str, progress: bool) -> None:
+def download(url: str, dest: Path, expected: str, progress: bool | str) -> None:
     """Download ``url`` to ``dest`` atomically, keeping it only if its sha256 matches.
 
     The bytes go to a temporary file beside ``dest`` that is renamed onto it once the
@@ -171,7 +171,7 @@ def download(url: str, dest: Path, expected: str, progress: bool) -> None:
             )
 
 
-def _copy_url(url: str, target: Path, progress: bool) -> str:
+def _copy_url(url: str, target: Path, progress: bool | str) -> str:
     """Stream ``url`` into ``target``; return the sha256 of the bytes."""
     digest = hashlib.sha256()
     try:
@@ -179,13 +179,13 @@ def _copy_url(url: str, target: Path, progress: bool) -> str:
             length = response.headers.get("Content-Length")
             with (
                 open(target, "wb") as out,
-                tqdm(
+                progress_bar(
+                    progress=progress,
                     total=int(length) if length else None,
                     unit="B",
                     unit_scale=True,
                     unit_divisor=1024,
                     desc=Path(urllib.parse.urlsplit(url).path).name,
-                    disable=not progress,
                 ) as bar,
             ):
                 while chunk := response.read(_CHUNK):

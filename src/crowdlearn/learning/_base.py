@@ -50,7 +50,7 @@ TRAINING_PARAMS: dict[str, Any] = {
     "selection_metric": "accuracy",
     "device": "auto",
     "random_state": 0,
-    "progress": False,
+    "progress": "auto",
     "checkpoint_dir": None,
     "resume": False,
 }
@@ -85,8 +85,11 @@ class BaseLearner(BaseEstimator):
     random_state : int, default 0
         Seed of the weights, dropout and batch order: the same seed gives the same
         weights.
-    progress : bool, default False
-        Progress bar over epochs with the loss and validation metrics.
+    progress : bool or "auto", default "auto"
+        Progress bar on stderr over epochs (and rounds, stages or restarts where the
+        method has them) with the loss and validation metrics; "auto" shows it when
+        stderr is a terminal (see :mod:`crowdlearn._progress`). It never changes
+        the results.
     checkpoint_dir : path, optional
         Write a checkpoint there after every epoch.
     resume : bool, default False

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 
+from crowdlearn._progress import format_postfix, progress_bar, progress_scope
 from crowdlearn.data import CrowdData, TaskInputs
 from crowdlearn.learning._trainer import EpochContext
 from crowdlearn.learning.two_stage import _TargetLearner
@@ -54,18 +55,28 @@ class EMLearner(_TargetLearner):
             self.restart_log_likelihoods_ = [self.log_likelihood_]
             return self
         best, likelihoods = None, []
-        for restart in range(self.n_restarts):
-            run = clone(self).set_params(
-                n_restarts=1,
-                random_state=self.random_state + restart,
-                checkpoint_dir=None
-                if self.checkpoint_dir is None
-                else Path(self.checkpoint_dir) / f"restart-{restart}",
+        with progress_scope(self.progress) as show:
+            # one bar over the restarts; each restart's epochs nest under it
+            bar = progress_bar(
+                range(self.n_restarts),
+                progress=show,
+                desc=f"{type(self).__name__} restarts",
+                unit="restart",
             )
-            run.fit(data, valid)
-            likelihoods.append(run.log_likelihood_)
-            if best is None or run.log_likelihood_ > best.log_likelihood_:
-                best = run  # only the most likely run so far is kept in memory
+            for restart in bar:
+                run = clone(self).set_params(
+                    n_restarts=1,
+                    random_state=self.random_state + restart,
+                    checkpoint_dir=None
+                    if self.checkpoint_dir is None
+                    else Path(self.checkpoint_dir) / f"restart-{restart}",
+                )
+                run.fit(data, valid)
+                likelihoods.append(run.log_likelihood_)
+                if best is None or run.log_likelihood_ > best.log_likelihood_:
+                    best = run  # only the most likely run so far is kept in memory
+                bar.set_postfix(format_postfix({"best_log_likelihood": best.log_likelihood_}))
+            bar.close()
         fitted = {name: value for name, value in vars(best).items() if name.endswith("_")}
         vars(self).update(fitted)
         self.restart_log_likelihoods_ = likelihoods

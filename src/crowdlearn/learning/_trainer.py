@@ -19,14 +19,16 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from crowdlearn._atomic import atomic_path
+from crowdlearn._progress import format_postfix, progress_bar, progress_scope
 from crowdlearn.data import CrowdData, CrowdDataError, TaskInputs
 from crowdlearn.learning._base import BaseLearner, history_frame
 from crowdlearn.learning._batches import TaskBatcher
 
 CHECKPOINT_NAME = "checkpoint.pt"
+#: History columns shown after the epoch bar (the ones a method has).
+POSTFIX = ("stage", "round", "train_loss", "valid_accuracy", "valid_loss", "log_likelihood")
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -108,6 +110,18 @@ class Trainer:
         inputs: TaskInputs,
         valid: tuple[TaskInputs, np.ndarray] | None,
     ) -> None:
+        # one decision for the whole fit: an aggregator fitted in ``_prepare`` (two-stage,
+        # ICED) shows its bar exactly when the learner does
+        with progress_scope(self.learner.progress) as show:
+            self._fit(data, inputs, valid, show)
+
+    def _fit(
+        self,
+        data: CrowdData,
+        inputs: TaskInputs,
+        valid: tuple[TaskInputs, np.ndarray] | None,
+        show: bool,
+    ) -> None:
         learner = self.learner
         _check_settings(learner)
         if len(inputs) != data.n_tasks:
@@ -133,11 +147,13 @@ class Trainer:
         )
         context = EpochContext(learner, data, inputs, module, device, batcher)
         first = learner.max_epochs if progress.finished else progress.epoch
-        bar = tqdm(
+        bar = progress_bar(
             range(first, learner.max_epochs),
-            desc=type(learner).__name__,
+            progress=show,
+            desc=getattr(learner, "_progress_desc", None) or type(learner).__name__,
             unit="epoch",
-            disable=not learner.progress,
+            initial=first,
+            total=learner.max_epochs,
         )
         for epoch in bar:
             context.epoch = epoch
@@ -152,9 +168,7 @@ class Trainer:
             progress.finished = context.stop or (
                 learner.patience is not None and progress.bad_epochs >= learner.patience
             )
-            bar.set_postfix(
-                {k: f"{v:.4f}" for k, v in row.items() if k.startswith(("train_loss", "valid"))}
-            )
+            bar.set_postfix(format_postfix({k: row[k] for k in POSTFIX if k in row}))
             if checkpoint is not None:
                 _save(
                     checkpoint, fingerprint, module, optimizer, scheduler, rng, progress, learner

@@ -78,6 +78,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from crowdlearn._progress import format_postfix, progress_bar, progress_scope
 from crowdlearn.data import CrowdData, CrowdDataError
 from crowdlearn.learning._base import (
     TRAINING_PARAMS,
@@ -407,8 +408,10 @@ class CrowdInG(BaseLearner):
         Shared training parameters (:class:`BaseLearner`): they drive the Crowd Layer
         pre-training (``max_epochs`` epochs) and the DL-CL+InG retraining; the CrowdInG
         stage uses ``batch_size`` tasks per batch (all their annotator pairs).
-        ``checkpoint_dir``/``resume`` and ``progress`` are not used: CrowdInG fits are
-        not checkpointed.
+        ``checkpoint_dir``/``resume`` are not used: CrowdInG fits are not
+        checkpointed. ``progress`` shows a bar over the stages (Crowd Layer
+        pre-training, generator and discriminator pre-training, the CrowdInG epochs
+        counted in updates, the DL-CL+InG retraining) with each stage's bar nested.
 
     Attributes
     ----------
@@ -513,6 +516,18 @@ class CrowdInG(BaseLearner):
     def fit(self, data: CrowdData, valid: tuple[Any, Any] | None = None) -> CrowdInG:
         """Pre-train (Crowd Layer, G, D), then run the CrowdInG epochs (module doc)."""
         self._check(data)
+        with progress_scope(self.progress) as show:
+            return self._fit(data, valid, show)
+
+    def _fit(self, data: CrowdData, valid: tuple[Any, Any] | None, show: bool) -> CrowdInG:
+        stages = ["Crowd Layer pre-training", "G pre-training", "D pre-training", "CrowdInG"]
+        if self.final == "crowdlayer":
+            stages.append("DL-CL+InG retraining")
+        # the stage bar; each stage's own bar (epochs, passes, updates) nests under it
+        stage_bar = progress_bar(
+            total=len(stages), progress=show, desc=type(self).__name__, unit="stage"
+        )
+        stage_bar.set_postfix(stage=stages[0])
         inputs = training_inputs(data)
         valid_pair = _valid_pair(valid, data.n_classes) if valid is not None else None
         device = resolve_device(self.device)
@@ -526,6 +541,8 @@ class CrowdInG(BaseLearner):
         pre.fit(data, valid)
         module["classifier"].load_state_dict(pre.module_["classifier"].state_dict())
         self.pretrain_history_ = pre.history_
+        stage_bar.update()
+        stage_bar.set_postfix(stage=stages[1])
         self.lca_ = lca_matrix(data.task, data.worker, data.label, k)
         disc: Discriminator = module["discriminator"]  # type: ignore[assignment]
         disc.adjacency.copy_(torch.as_tensor(self.lca_, dtype=torch.float32))
@@ -544,14 +561,21 @@ class CrowdInG(BaseLearner):
         opt_d = torch.optim.Adam(disc.parameters(), lr=self.gan_lr)
         opt_c = torch.optim.Adam(module["classifier"].parameters(), lr=self.gan_lr)
         # 2. generator and discriminator pre-training
-        self._pretrain_gan(module, state, opt_g, opt_d, rng)
+        self._pretrain_gan(module, state, opt_g, opt_d, rng, show, stage_bar, stages)
+        stage_bar.set_postfix(stage=stages[3])
         rows: list[dict[str, Any]] = []
         best: tuple[float, int, dict[str, torch.Tensor]] | None = None
+        bar = progress_bar(
+            total=self.gan_epochs * self.updates_per_epoch,
+            progress=show,
+            desc="CrowdInG epochs",
+            unit="update",
+        )
         for epoch in range(self.gan_epochs + 1):
             start = time.perf_counter()
             row: dict[str, Any] = {"epoch": epoch}
             if epoch > 0:
-                row.update(self._epoch(module, state, opt_g, opt_d, opt_c, rng))
+                row.update(self._epoch(module, state, opt_g, opt_d, opt_c, rng, bar))
             else:
                 row.update(d_loss=np.nan, g_loss=np.nan, c_loss=np.nan, info_loss=np.nan)
                 row.update(n_low=np.nan, mu=np.nan)
@@ -569,9 +593,19 @@ class CrowdInG(BaseLearner):
                     best = (row["valid_accuracy"], epoch, _copy_state(module["classifier"]))
             row["seconds"] = time.perf_counter() - start
             rows.append(row)
+            shown = ("d_loss", "g_loss", "c_loss", "valid_accuracy")
+            bar.set_postfix(
+                format_postfix(
+                    {"epoch": f"{epoch}/{self.gan_epochs}", **{k: row.get(k) for k in shown}}
+                )
+            )
             for value in (row["d_loss"], row["g_loss"], row["c_loss"]):
                 if epoch > 0 and not np.isfinite(value):
+                    bar.close()
+                    stage_bar.close()
                     raise FloatingPointError(f"CrowdInG produced a non-finite loss at {epoch}")
+        bar.close()
+        stage_bar.update()
         if best is not None:
             module["classifier"].load_state_dict(best[2])
             self.best_epoch_ = best[1]
@@ -582,11 +616,14 @@ class CrowdInG(BaseLearner):
         self.classes_ = data.classes
         self.history_ = pd.DataFrame(rows)
         if self.final == "crowdlayer":
+            stage_bar.set_postfix(stage=stages[4])
             expanded = self.expanded_annotations(data, self.expand)
             retrained = CrowdLayer("MW", **self._training(checkpoint_dir=None, resume=False))
             retrained.fit(expanded, valid)
             module["classifier"].load_state_dict(retrained.module_["classifier"].state_dict())
             self.best_epoch_ = retrained.best_epoch_
+            stage_bar.update()
+        stage_bar.close()
         return self
 
     def expanded_annotations(
@@ -864,6 +901,9 @@ class CrowdInG(BaseLearner):
         opt_g: torch.optim.Optimizer,
         opt_d: torch.optim.Optimizer,
         rng: np.random.Generator,
+        show: bool = False,
+        stage_bar: Any = None,
+        stages: list[str] | None = None,
     ) -> None:
         data, device = state.data, state.device
         zhat = self._zhat(module, state)
@@ -871,8 +911,13 @@ class CrowdInG(BaseLearner):
         task_all = data.task.astype(np.int64)
         # maximum likelihood on the observed annotations, with the classifier's recipe
         opt_pre = torch.optim.Adam(generator.parameters(), lr=self.lr)
-        for _ in range(self.max_epochs):
+        bar = progress_bar(
+            range(self.max_epochs), progress=show, desc="G pre-training", unit="epoch"
+        )
+        for _ in bar:
             order = rng.permutation(data.n_annotations)
+            # summed on the device: one synchronisation per epoch, for the bar only
+            total = torch.zeros((), device=device)
             for s in range(0, len(order), self.batch_size):
                 idx = order[s : s + self.batch_size]
                 task = torch.as_tensor(task_all[idx], device=device)
@@ -883,9 +928,26 @@ class CrowdInG(BaseLearner):
                 opt_pre.zero_grad(set_to_none=True)
                 loss.backward()
                 opt_pre.step()
-        for _ in range(self.gan_pretrain_epochs):
+                total += loss.detach()
+            if show:
+                batches = max(math.ceil(len(order) / self.batch_size), 1)
+                bar.set_postfix(format_postfix({"loss": float(total) / batches}))
+        bar.close()
+        if stage_bar is not None and stages is not None:
+            stage_bar.update()
+            stage_bar.set_postfix(stage=stages[2])
+        bar = progress_bar(
+            range(self.gan_pretrain_epochs), progress=show, desc="D pre-training", unit="pass"
+        )
+        for _ in bar:
             logged = self._log(module, state, rng)
-            self._d_pass(module, state, logged, self._select(state, logged, rng), opt_d, rng)
+            d_loss, _ = self._d_pass(
+                module, state, logged, self._select(state, logged, rng), opt_d, rng
+            )
+            bar.set_postfix(format_postfix({"d_loss": d_loss}))
+        bar.close()
+        if stage_bar is not None:
+            stage_bar.update()
 
     def _epoch(
         self,
@@ -895,6 +957,7 @@ class CrowdInG(BaseLearner):
         opt_d: torch.optim.Optimizer,
         opt_c: torch.optim.Optimizer,
         rng: np.random.Generator,
+        bar: Any = None,
     ) -> dict[str, float]:
         logged = self._log(module, state, rng)  # G_0: the generator of the last epoch
         low = entropy_split(logged.zhat.cpu().numpy(), self.t)
@@ -910,6 +973,8 @@ class CrowdInG(BaseLearner):
             g_losses.append(g_loss)
             c_losses.append(c_loss)
             mus.append(mu)
+            if bar is not None:
+                bar.update()
         return {
             "d_loss": float(np.mean(d_losses)),
             "g_loss": float(np.mean(g_losses)),

@@ -91,6 +91,7 @@ from sklearn.base import clone
 from sklearn.neighbors import NearestNeighbors
 from torch import nn
 
+from crowdlearn._progress import progress_bar
 from crowdlearn.aggregation import BaseAggregator, DawidSkene, MajorityVote
 from crowdlearn.data import CrowdData, CrowdDataError, TaskInputs
 from crowdlearn.data.inputs import ArrayInputs
@@ -707,7 +708,11 @@ class ICED(BaseLearner):
         codes = torch.as_tensor(z, dtype=torch.float32, device=device)
         targets = torch.as_tensor(inputs, dtype=torch.float32, device=device)
         decoder.train()
-        for _ in range(epochs):
+        # nested under the trainer's epoch bar ("auto" follows the fit's decision)
+        bar = progress_bar(
+            range(epochs), progress=self.progress, desc="ICED decoder", unit="epoch"
+        )
+        for _ in bar:
             order = torch.as_tensor(self._rng.permutation(len(codes)), device=device)
             for start in range(0, len(codes), self.batch_size):
                 rows = order[start : start + self.batch_size]
@@ -715,6 +720,7 @@ class ICED(BaseLearner):
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
+        bar.close()
         optimizer.zero_grad(set_to_none=True)  # leave no gradient for the trainer's step
         decoder.eval()
 

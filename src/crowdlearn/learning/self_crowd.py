@@ -44,8 +44,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
 
+from crowdlearn._progress import format_postfix, progress_bar, progress_scope
 from crowdlearn.data import CrowdData, CrowdDataError
 from crowdlearn.data.inputs import as_inputs
 from crowdlearn.learning._base import TRAINING_PARAMS, _valid_pair, training_inputs
@@ -232,6 +232,11 @@ class SelfCrowd(CrowdLayer):
     def fit(self, data: CrowdData, valid: tuple[Any, Any] | None = None) -> SelfCrowd:
         """Train the Crowd Layer, then run the self-training rounds (see the class doc)."""
         self._check_parameters(data, valid)
+        # one bar over the rounds; each round's Crowd Layer epochs nest under it
+        with progress_scope(self.progress) as show:
+            return self._fit_rounds(data, valid, show)
+
+    def _fit_rounds(self, data: CrowdData, valid: Any, show: bool) -> SelfCrowd:
         inputs = training_inputs(data)
         valid_pair = _valid_pair(valid, data.n_classes) if valid is not None else None
         rng = np.random.default_rng(self.random_state)
@@ -243,8 +248,8 @@ class SelfCrowd(CrowdLayer):
         best: tuple[float, int, dict[str, Any]] | None = None
         previous: CrowdLayer | None = None
         self.R_observed_ = imbalance_ratio(data.label, data.n_classes)
-        bar = tqdm(
-            range(self.n_rounds + 1), desc="SelfCrowd", unit="round", disable=not self.progress
+        bar = progress_bar(
+            range(self.n_rounds + 1), progress=show, desc=type(self).__name__, unit="round"
         )
         for round_ in bar:
             start = _clock()
@@ -298,12 +303,16 @@ class SelfCrowd(CrowdLayer):
                     "seconds": _clock() - start,
                 }
             )
+            bar.set_postfix(
+                format_postfix({k: rows[-1][k] for k in ("n_pseudo", "train_loss", "valid_acc")})
+            )
             if self.stopping == "rounds":
                 best = (0.0, round_, _snapshot(model))
             elif best is None or valid_acc > best[0]:
                 best = (valid_acc, round_, _snapshot(model))
             elif round_ - best[1] >= self.round_patience:
                 break
+        bar.close()
         assert best is not None
         _, self.best_round_, kept = best
         self.module_ = kept["module"]
@@ -369,6 +378,7 @@ class SelfCrowd(CrowdLayer):
         if self.checkpoint_dir is not None:
             training["checkpoint_dir"] = str(Path(self.checkpoint_dir) / f"round-{round_}")
         model = _RoundCrowdLayer(self.variant, self.on, self.trainable, **training)
+        model._progress_desc = f"CrowdLayer round {round_}"  # the epoch bar's name
         if self.retrain == "continue" and previous is not None:
             state = previous.module_.state_dict()
             model._warm_state = {k: v.detach().clone() for k, v in state.items()}
@@ -436,6 +446,7 @@ class _RoundCrowdLayer(CrowdLayer):
     """The Crowd Layer of one round, optionally starting from given weights."""
 
     _warm_state: dict[str, torch.Tensor] | None = None
+    _progress_desc: str | None = None
 
     def _build_module(self, *shape: Any) -> torch.nn.ModuleDict:
         module = super()._build_module(*shape)

@@ -24,13 +24,13 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from crowdlearn._atomic import atomic_open
+from crowdlearn._progress import progress_bar, scoped
 from crowdlearn.data import CrowdData
 from crowdlearn.report._html import esc, image, page, table
 
@@ -254,13 +254,14 @@ def _groups(data: CrowdData, notes: _Notes) -> tuple[np.ndarray | None, Any]:
     return model.memberships_.argmax(axis=1), model
 
 
+@scoped
 def build_report(
     data: CrowdData,
     title: str | None = None,
     use_truth: bool = True,
     strategies: tuple[str, ...] = DEFAULT_STRATEGIES,
     limits: ReportLimits | None = None,
-    progress: bool = True,
+    progress: bool | Literal["auto"] = "auto",
     seed: int = 0,
 ) -> str:
     """The HTML text of the report on ``data``.
@@ -278,8 +279,8 @@ def build_report(
         confusions feed the worker table).
     limits : ReportLimits, optional
         Table and plot caps.
-    progress : bool
-        Show a tqdm progress bar on stderr.
+    progress : bool or "auto", default "auto"
+        Show a tqdm progress bar on stderr ("auto": when stderr is a terminal).
     seed : int
         Seed of the plot subsampling.
     """
@@ -309,7 +310,7 @@ def build_report(
         "confusions",
         "scores",
     ]
-    bar = tqdm(total=len(steps), desc="report", unit="step", disable=not progress)
+    bar = progress_bar(total=len(steps), progress=progress, desc="report", unit="step")
 
     def step(name: str) -> None:
         bar.set_postfix_str(name)
