@@ -35,6 +35,7 @@ from crowdlearn.data._ids import (
     factorize,
     missing_rows,
 )
+from crowdlearn.data._memory import array_bytes, check_allocation, check_implied_classes
 from crowdlearn.data.errors import CrowdDataError, plain, show
 
 DuplicatePolicy = Literal["error", "keep", "first", "last"]
@@ -180,6 +181,8 @@ class CrowdData:
             else _ids_or_range(worker_ids, n_workers, worker, "worker")
         )
         label_extent = label if truth_codes is None else np.concatenate([label, truth_codes])
+        if classes is None and n_classes is None:
+            check_implied_classes(label_extent, "pass n_classes= or classes=")
         classes = _ids_or_range(classes, n_classes, label_extent, "label")
 
         _check_range(task, len(task_ids), "task")
@@ -895,6 +898,9 @@ def _ids_or_range(ids: Any, n: int | None, codes: np.ndarray, what: str) -> np.n
     if n is None:
         known = codes[codes >= 0]
         n = int(known.max()) + 1 if len(known) else 0
+    check_allocation(
+        array_bytes([n]), f"the ids of {n} {'classes' if what == 'label' else what + 's'}"
+    )
     return np.arange(n, dtype=np.int64)
 
 

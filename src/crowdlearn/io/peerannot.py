@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from crowdlearn._atomic import atomic_open
 from crowdlearn.data import CrowdData, CrowdDataError, DuplicatePolicy
+from crowdlearn.data._memory import array_bytes, check_allocation, check_implied_classes
 from crowdlearn.data.errors import plain, show
 from crowdlearn.io._columns import Column, encode
 from crowdlearn.io._common import (
@@ -136,10 +137,17 @@ def read_answers_json(
     truth_codes = _read_truth(folder, task_ids, n_classes) if truth else None
     features = _read_features(folder / FEATURES, len(task_ids))
     if n_classes is None:
-        known = [answers.labels.max(initial=-1)]
-        if truth_codes is not None:
-            known.append(truth_codes.max(initial=-1))
-        n_classes = int(max(known)) + 1
+        seen = (
+            answers.labels
+            if truth_codes is None
+            else np.concatenate([answers.labels, truth_codes])
+        )
+        with about(path):
+            check_implied_classes(seen, f'"n_classes" in {folder / METADATA}')
+        n_classes = int(seen.max(initial=-1)) + 1
+    if meta.classes is None:
+        with about(path):
+            check_allocation(array_bytes([n_classes]), f"the ids of {n_classes} classes")
     classes = np.arange(n_classes) if meta.classes is None else meta.classes
     with about(path):
         return CrowdData(
@@ -266,6 +274,8 @@ def _integer_range(column: pa.ChunkedArray, count: int, what: str) -> list[int] 
     if pa.types.is_int64(ids.type) and len(ids):
         values = ids.to_numpy()
         if values.min() >= 0 and values.max() < count:
+            # A Python int and its list slot take about 40 bytes.
+            check_allocation(array_bytes([count], 40), f"the ids of {count} {what}s")
             return list(range(count))
     return None
 
