@@ -14,10 +14,22 @@ from crowdlearn.data.errors import CrowdDataError, show
 CODE_DTYPE = np.int32
 
 
-def as_id_array(values: Any) -> np.ndarray:
+def as_id_array(values: Any, what: str = "ids") -> np.ndarray:
     """A 1-D numpy array of ids: int64 for integers, bool, float or object otherwise.
 
     Integral floats (what pandas makes of an integer column with a gap) become int64.
+
+    Parameters
+    ----------
+    values : array-like
+        One id per entry (a list, tuple, numpy array, Series or Index).
+    what : str
+        What the ids are, for error messages (e.g. ``"task"``).
+
+    Raises
+    ------
+    CrowdDataError
+        For a scalar, a string, a nested (2-D) sequence, or integers beyond int64.
     """
     if isinstance(values, (pd.Series, pd.Index)):
         numeric = values.dtype.kind in "iufb" and not (values.dtype.kind != "f" and values.hasnans)
@@ -25,11 +37,11 @@ def as_id_array(values: Any) -> np.ndarray:
     if isinstance(values, np.ndarray):
         arr = values
     else:
-        # Lists keep their Python types (numpy would turn [1, "a"] into strings).
-        arr = np.empty(len(values), dtype=object)
-        arr[:] = list(values)
+        arr = _object_array(values, what)
     if arr.ndim != 1:
-        raise CrowdDataError(f"ids must be one-dimensional, got shape {arr.shape}")
+        raise CrowdDataError(
+            f"{what} must be one-dimensional (one id per entry), got shape {arr.shape}"
+        )
     if arr.dtype.kind in "iu":
         return arr.astype(np.int64, copy=False)
     if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
@@ -42,11 +54,41 @@ def as_id_array(values: Any) -> np.ndarray:
         # Python ints, floats or bools boxed in an object array: store them natively.
         kind = pd.api.types.infer_dtype(arr, skipna=False)
         if kind == "integer":
-            return arr.astype(np.int64)
+            try:
+                return arr.astype(np.int64)
+            except OverflowError:
+                big = [v for v in arr.tolist() if not -(2**63) <= v < 2**63]
+                raise CrowdDataError(
+                    f"{what} {show(big)} are integers beyond the int64 range; "
+                    "give such ids as strings"
+                ) from None
         if kind == "boolean":
             return arr.astype(bool)
         if kind in ("floating", "mixed-integer-float"):
             return as_id_array(arr.astype(np.float64))
+    return arr
+
+
+def _object_array(values: Any, what: str) -> np.ndarray:
+    """A 1-D object array of a sequence's items, keeping their Python types (numpy
+    would turn ``[1, "a"]`` into strings); scalars and nested sequences are refused."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise CrowdDataError(
+            f"{what} must be a 1-D array-like (list, array or Series) with one id per "
+            f"entry, got {type(values).__name__} {values!r:.50}"
+        )
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = list(values)
+    # Lists, arrays, dicts and sets make pandas infer "mixed"; only then look closer.
+    if len(arr) and pd.api.types.infer_dtype(arr, skipna=True) == "mixed":
+        nested = next(
+            (i for i, v in enumerate(arr) if isinstance(v, (list, np.ndarray, dict, set))), None
+        )
+        if nested is not None:
+            raise CrowdDataError(
+                f"{what} must be one-dimensional (one id per entry); entry {nested} is a "
+                f"{type(arr[nested]).__name__}"
+            )
     return arr
 
 

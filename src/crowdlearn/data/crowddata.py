@@ -251,8 +251,8 @@ class CrowdData:
             Policy for repeated (task, worker) pairs.
         """
         anonymous = worker is None
-        task_arr, label_arr = as_id_array(task), as_id_array(label)
-        worker_arr = None if anonymous else as_id_array(worker)
+        task_arr, label_arr = as_id_array(task, "task"), as_id_array(label, "label")
+        worker_arr = None if anonymous else as_id_array(worker, "worker")
         _check_lengths(task=task_arr, worker=worker_arr, label=label_arr)
         if len(task_arr) == 0:
             raise CrowdDataError("empty data: there are no annotations")

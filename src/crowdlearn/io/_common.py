@@ -20,9 +20,28 @@ from crowdlearn.data.errors import plain
 _CANONICAL_INT = r"^(0|-?[1-9][0-9]*)$"
 
 
+def as_path(path: Any) -> Path:
+    """``path`` as a :class:`~pathlib.Path`; a :class:`TypeError` for anything but a path."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"expected a path (str or os.PathLike), got {type(path).__name__}")
+    return Path(path)
+
+
+def require_data(data: Any, function: str) -> None:
+    """A :class:`TypeError` saying how to get a CrowdData when ``data`` is not one."""
+    if isinstance(data, CrowdData):
+        return
+    hint = ""
+    if type(data).__name__ == "DataFrame":
+        hint = "; use CrowdData.from_frame(df) first"
+    elif isinstance(data, (str, os.PathLike)):
+        hint = "; the data come first, then the destination path"
+    raise TypeError(f"{function} expects a CrowdData, got {type(data).__name__}{hint}")
+
+
 def existing_path(path: str | os.PathLike[str]) -> Path:
     """``path`` as a :class:`~pathlib.Path`; a :class:`CrowdDataError` when it does not exist."""
-    path = Path(path)
+    path = as_path(path)
     if not path.exists():
         raise CrowdDataError(f"{path}: no such file or directory")
     return path

@@ -37,11 +37,13 @@ from crowdlearn.data.errors import show
 from crowdlearn.io._columns import Column, encode, missing_rows, normalise, truth_by_task
 from crowdlearn.io._common import (
     about,
+    as_path,
     existing_path,
     id_text,
     ids_to_json,
     json_count,
     json_ids,
+    require_data,
 )
 
 #: Schema metadata key of the JSON document written by :func:`write_parquet`.
@@ -158,6 +160,8 @@ def write_csv(data: CrowdData, path: str | os.PathLike[str], *, truth: bool = Tr
     truth : bool, default True
         Write the truth column (when the data has truth).
     """
+    require_data(data, "io.write_csv")
+    as_path(path)
     columns = {"task": _texts(data.task_ids, data.task)}
     if not data.is_anonymous:
         columns["worker"] = _texts(data.worker_ids, data.worker)
@@ -267,6 +271,8 @@ def read_parquet(
         for footer in footers:
             names = footer.schema_arrow.names
             _require_columns(names, task, worker, label, where=f" in {footer.path.name}")
+        for footer in footers:
+            _check_id_types(footer, (task, worker, label, truth))
         has_truth = [truth in footer.schema_arrow.names for footer in footers]
         if any(has_truth) and not all(has_truth):
             raise CrowdDataError(f"only some files have the truth column {truth!r}")
@@ -317,6 +323,8 @@ def write_parquet(
     row_group_size : int, default 1_000_000
         Rows per Parquet row group.
     """
+    require_data(data, "io.write_parquet")
+    as_path(path)
     columns = {"task": _arrow_ids(data.task_ids, data.task, "task")}
     if not data.is_anonymous:
         columns["worker"] = _arrow_ids(data.worker_ids, data.worker, "worker")
@@ -399,6 +407,35 @@ def _parquet_footer(file: Path) -> _Footer:
     except (pa.ArrowException, OSError) as exc:
         raise CrowdDataError(f"{file}: cannot read the file as Parquet: {exc}") from None
     return _Footer(file, parquet.schema_arrow, parquet.metadata.num_rows)
+
+
+def _check_id_types(footer: _Footer, columns: Sequence[str | None]) -> None:
+    """Refuse id columns whose Arrow type is not int, float, bool or string (lists,
+    structs, dates, bytes...): they could not be written back or compared as ids."""
+    schema = footer.schema_arrow
+    for name in columns:
+        if name is None or name not in schema.names:
+            continue
+        value_type = schema.field(name).type
+        if pa.types.is_dictionary(value_type):
+            value_type = value_type.value_type
+        if not _is_id_type(value_type):
+            raise CrowdDataError(
+                f"{footer.path}: column {name!r} has type {value_type}; ids and labels must "
+                "be integers, strings, booleans or floats"
+            )
+
+
+def _is_id_type(value_type: pa.DataType) -> bool:
+    return (
+        pa.types.is_integer(value_type)
+        or pa.types.is_floating(value_type)
+        or pa.types.is_boolean(value_type)
+        or pa.types.is_null(value_type)
+        or pa.types.is_string(value_type)
+        or pa.types.is_large_string(value_type)
+        or pa.types.is_string_view(value_type)
+    )
 
 
 def _parquet_column(files: list[Path], name: str, length: int) -> Column:

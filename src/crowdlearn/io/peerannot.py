@@ -36,6 +36,7 @@ from crowdlearn.data.errors import plain, show
 from crowdlearn.io._columns import Column, encode
 from crowdlearn.io._common import (
     about,
+    as_path,
     existing_path,
     id_text,
     ids_to_json,
@@ -45,6 +46,7 @@ from crowdlearn.io._common import (
     load_json,
     parse_ids,
     refuse_repeated_pairs,
+    require_data,
 )
 
 ANSWERS = "answers.json"
@@ -435,6 +437,8 @@ def write_peerannot(
     CrowdDataError
         For anonymous data or repeated (task, worker) pairs, before writing anything.
     """
+    require_data(data, "io.write_peerannot")
+    as_path(folder)
     if data.is_anonymous:
         raise CrowdDataError(
             "the peerannot format maps each task to {worker: label}, so it needs worker "
