@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from crowdlearn.data.errors import CrowdDataError, show
+from crowdlearn.data.errors import CrowdDataError, CrowdDataWarning, show
 
 #: Codes are int32: 2**31 - 1 distinct tasks, workers or classes is far beyond any crowd.
 CODE_DTYPE = np.int32
@@ -131,6 +132,7 @@ def factorize(
         check_not_mixed(values, what)
         codes, uniques = pd.factorize(values, sort=True)
         ids = as_id_array(uniques)
+        warn_confusable(ids, what)
     else:
         ids = declared_ids(declared, what)
         codes = pd.Index(ids).get_indexer(values)
@@ -160,3 +162,64 @@ def declared_ids(declared: Sequence | np.ndarray, what: str) -> np.ndarray:
 
 def _declared_name(what: str) -> str:
     return "classes" if what == "label" else f"{what}_ids"
+
+
+#: Class ids compared as numbers ("1" and "1.0") only when there are at most this many
+#: (the comparison is a Python loop; there are few classes).
+_MAX_NUMERIC_CHECK = 10_000
+
+
+def warn_confusable(ids: Any, what: str) -> None:
+    """Warn (:class:`CrowdDataWarning`) about distinct text ids that look the same.
+
+    Ids that differ only by surrounding whitespace (``" t1"``, ``"t1"``, ``"t1 "``)
+    stay distinct ids, as do class ids that are the same number written differently
+    (``"1"`` and ``"1.0"``); both are more often a typing accident than intended, so
+    the first few are named in a warning.
+
+    Parameters
+    ----------
+    ids : ndarray or pyarrow Array
+        Distinct ids; only text ids are looked at.
+    what : str
+        "task", "worker", "label" or "class", for the message.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(ids, np.ndarray):
+        if ids.dtype != object or not len(ids) or pd.api.types.infer_dtype(ids) != "string":
+            return
+        ids = pa.array(ids, type=pa.string())
+    if not (pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type)) or not len(ids):
+        return
+    noun = "class" if what in ("label", "class") else what
+    padded = pc.match_substring_regex(ids, r"^\s|\s$")
+    if pc.any(padded).as_py():
+        trimmed = pc.utf8_trim_whitespace(ids)
+        counts = pc.value_counts(trimmed)
+        shared = counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+        if len(shared):
+            examples = ids.filter(pc.is_in(trimmed, value_set=shared)).to_pylist()
+            warnings.warn(
+                f"{noun} ids {show(examples)} differ only by surrounding whitespace; they "
+                f"are kept as different {'classes' if noun == 'class' else noun + 's'} "
+                "(strip the whitespace if they are the same)",
+                CrowdDataWarning,
+                stacklevel=3,
+            )
+    if noun == "class" and len(ids) <= _MAX_NUMERIC_CHECK:
+        by_number: dict[float, list[str]] = {}
+        for text in ids.to_pylist():
+            try:
+                by_number.setdefault(float(text), []).append(text)
+            except (TypeError, ValueError):
+                continue
+        same = [texts for texts in by_number.values() if len(texts) > 1]
+        if same:
+            warnings.warn(
+                f"labels {show(same[0])} are the same number written differently and are "
+                "read as different classes (use one spelling if they are the same class)",
+                CrowdDataWarning,
+                stacklevel=3,
+            )

@@ -288,7 +288,7 @@ class CrowdData:
         task: str = "task",
         worker: str | None = "worker",
         label: str = "label",
-        truth: Any = None,
+        truth: Any = "truth",
         **kwargs: Any,
     ) -> CrowdData:
         """Build from a long DataFrame with one row per annotation (crowd-kit's layout).
@@ -299,15 +299,19 @@ class CrowdData:
             Columns ``task``, ``worker`` and ``label`` (names configurable).
         task, worker, label : str
             Column names; ``worker=None`` reads anonymous annotations.
-        truth : str, Mapping, Series or array-like, optional
+        truth : str, Mapping, Series, array-like or None, default "truth"
             The name of a column holding each row's task truth (it must agree within
-            a task), or truth as accepted by :meth:`from_arrays`.
+            a task; empty cells mean unknown), or truth as accepted by
+            :meth:`from_arrays`. The default reads a ``truth`` column when the frame
+            has one, as :func:`crowdlearn.io.read_csv` does; None ignores it.
         **kwargs
             Passed to :meth:`from_arrays` (``task_ids``, ``classes``, ``features``,
             ``duplicates``, ...).
         """
         if not isinstance(frame, pd.DataFrame):
             raise CrowdDataError(f"expected a pandas DataFrame, got {type(frame).__name__}")
+        if isinstance(truth, str) and truth == "truth" and truth not in frame.columns:
+            truth = None  # the default: a truth column is optional
         wanted = [c for c in (task, worker, label) if c is not None]
         if isinstance(truth, str):
             wanted.append(truth)
