@@ -369,10 +369,21 @@ class CrowdData:
             observed &= ~np.isnan(matrix)
         rows, cols = np.nonzero(observed)
         values = matrix[rows, cols]
+        if matrix.dtype.kind == "f" and not np.all(np.isfinite(values)):
+            bad = np.flatnonzero(~np.isfinite(values))
+            raise CrowdDataError(
+                f"answer matrix has infinite labels at (task, worker) {_cells(rows, cols, bad)}"
+            )
         if matrix.dtype.kind == "f" and np.any(values != np.round(values)):
             bad = np.flatnonzero(values != np.round(values))
             raise CrowdDataError(
                 f"answer matrix has non-integer labels at (task, worker) {_cells(rows, cols, bad)}"
+            )
+        too_big = np.flatnonzero(values > np.iinfo(np.int32).max)
+        if len(too_big):
+            raise CrowdDataError(
+                f"answer matrix has class codes beyond the int32 range at (task, worker) "
+                f"{_cells(rows, cols, too_big)}"
             )
         negative = np.flatnonzero(values < 0)
         if len(negative):

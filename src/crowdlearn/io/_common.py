@@ -39,6 +39,13 @@ def require_data(data: Any, function: str) -> None:
     raise TypeError(f"{function} expects a CrowdData, got {type(data).__name__}{hint}")
 
 
+def npy_problem(exc: BaseException) -> str:
+    """What went wrong loading a ``.npy`` file, without numpy's advice to unpickle it."""
+    if "allow_pickle" in str(exc):
+        return "not a .npy file of numbers (it is not in the .npy format, or holds Python objects)"
+    return str(exc)
+
+
 def existing_path(path: str | os.PathLike[str]) -> Path:
     """``path`` as a :class:`~pathlib.Path`; a :class:`CrowdDataError` when it does not exist."""
     path = as_path(path)
@@ -55,7 +62,8 @@ def about(path: str | os.PathLike[str]) -> Iterator[None]:
     except CrowdDataError as exc:
         if str(exc).startswith(str(path)):
             raise
-        raise CrowdDataError(f"{path}: {exc}") from exc
+        # Same class: a CrowdMemoryError stays a MemoryError too.
+        raise type(exc)(f"{path}: {exc}") from exc
 
 
 def load_json(path: Path, **kwargs: Any) -> Any:

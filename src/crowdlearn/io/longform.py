@@ -127,6 +127,9 @@ def read_csv(
         header = _csv_header(path, sep)
         _require_columns(header, task, worker, label)
         truth = truth if truth in header else None
+        repeated = sorted({n for n in (task, worker, label, truth) if n and header.count(n) > 1})
+        if repeated:
+            raise CrowdDataError(f"the header names column(s) {show(repeated)} more than once")
         wanted = [name for name in (task, worker, label, truth) if name is not None]
         table = _read_csv_table(path, sep, wanted)
         if table.num_rows == 0:
@@ -212,7 +215,24 @@ def _read_csv_table(path: Path, sep: str, columns: list[str]) -> pa.Table:
             ),
         )
     except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
-        raise CrowdDataError(f"cannot parse the file as CSV: {exc}") from None
+        line = _ragged_line(path, sep)
+        where = "" if line is None else f" (line {line})"
+        raise CrowdDataError(f"cannot parse the file as CSV{where}: {exc}") from None
+
+
+def _ragged_line(path: Path, sep: str) -> int | None:
+    """The line number of the first row whose field count differs from the header's
+    (Arrow's parse errors show the row but not where it is); None if there is none."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            reader = csv.reader(handle, delimiter=sep)
+            header = next(reader, [])
+            for row in reader:
+                if len(row) != len(header):
+                    return reader.line_num
+    except (csv.Error, UnicodeDecodeError, OSError):
+        return None
+    return None
 
 
 # ---------------------------------------------------------------------------- Parquet

@@ -23,6 +23,7 @@ from crowdlearn.io._common import (
     as_path,
     existing_path,
     is_range,
+    npy_problem,
     refuse_repeated_pairs,
     require_data,
 )
@@ -186,7 +187,10 @@ def _load(path: Path, ndmin: int) -> np.ndarray:
     suffix = _suffix(path)
     try:
         if suffix == ".npy":
-            return np.load(path, allow_pickle=False)
+            try:
+                return np.load(path, allow_pickle=False)
+            except ValueError as exc:
+                raise ValueError(npy_problem(exc)) from None
         with warnings.catch_warnings():
             # An empty file only warns; the caller reports it.
             warnings.simplefilter("ignore", UserWarning)

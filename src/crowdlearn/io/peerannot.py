@@ -44,6 +44,7 @@ from crowdlearn.io._common import (
     json_count,
     json_ids,
     load_json,
+    npy_problem,
     parse_ids,
     refuse_repeated_pairs,
     require_data,
@@ -392,7 +393,7 @@ def _load_npy(path: Path) -> np.ndarray:
     try:
         return np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
-        raise CrowdDataError(f"cannot read the .npy file: {exc}") from None
+        raise CrowdDataError(f"cannot read the .npy file: {npy_problem(exc)}") from None
 
 
 def _json_type(value: Any) -> str:
