@@ -443,6 +443,9 @@ class CrowdData:
                 f"{_cells(rows, cols, bad)}"
             )
         repeats = values.astype(np.int64)
+        # One annotation per vote: three int32 code arrays and their validation copies.
+        n_votes = int(repeats.sum(dtype=np.float64))
+        check_allocation(array_bytes([n_votes], 4 * 4), f"{n_votes} annotations (one per vote)")
         return cls(
             np.repeat(rows, repeats),
             None,
