@@ -194,9 +194,9 @@ def warn_confusable(ids: Any, what: str) -> None:
     if not (pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type)) or not len(ids):
         return
     noun = "class" if what in ("label", "class") else what
-    padded = pc.match_substring_regex(ids, r"^\s|\s$")
-    if pc.any(padded).as_py():
-        trimmed = pc.utf8_trim_whitespace(ids)
+    # Trimming and comparing lengths is several times faster than a regex match.
+    trimmed = pc.utf8_trim_whitespace(ids)
+    if pc.any(pc.not_equal(pc.binary_length(ids), pc.binary_length(trimmed))).as_py():
         counts = pc.value_counts(trimmed)
         shared = counts.field("values").filter(pc.greater(counts.field("counts"), 1))
         if len(shared):

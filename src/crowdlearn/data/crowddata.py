@@ -354,7 +354,10 @@ class CrowdData:
         answers : array-like of shape (n_tasks, n_workers)
         missing : int, default -1
         n_classes : int, optional
-            Default: one more than the largest class code in ``answers`` and ``truth``.
+            Default: one more than the largest class code in ``answers`` and ``truth``;
+            required when that code implies more than 1000 classes and more than 10
+            times the number of distinct codes (a stray code would otherwise make
+            every (tasks x classes) table huge).
         features : array of shape (n_tasks, ...), optional
         truth : array-like of shape (n_tasks,), optional
             Class codes, ``-1`` where unknown.

@@ -278,7 +278,9 @@ def read_parquet(
     Raises
     ------
     CrowdDataError
-        Naming the file, for a missing column, an unreadable file, null ids (with
+        Naming the file, for a missing column, an unreadable file, an id column
+        whose type is not integer, string, bool or float (lists, structs, dates,
+        bytes...; checked from the footers before any row is read), null ids (with
         their rows) or invalid data.
     """
     path = existing_path(path)

@@ -119,7 +119,11 @@ def read_answers_json(
     CrowdDataError
         Naming the file and the place: malformed or truncated JSON (line and
         column), wrong nesting, a label that is not an integer class code or is out
-        of range, malformed metadata, ground truth of the wrong length, invalid data.
+        of range, class codes implying far more classes than are used (more than
+        1000 and more than 10 times the distinct codes: declare ``n_classes`` in
+        ``metadata.json``), malformed metadata, ground truth of the wrong length,
+        invalid data. A :class:`~crowdlearn.data.CrowdMemoryError` (also a
+        ``MemoryError``) when declared counts need more memory than is available.
     """
     path = existing_path(path)
     if path.is_dir():
