@@ -29,6 +29,7 @@ from crowdlearn import CrowdData, io
 from crowdlearn.aggregation import DawidSkene, MajorityVote
 from crowdlearn.data import CrowdDataError, CrowdDataWarning, CrowdMemoryError
 from crowdlearn.data._memory import MEMORY_LIMIT_ENV, check_allocation, format_bytes
+from crowdlearn.identify.agreement import coincidences
 from crowdlearn.simulate import independent_confusion
 
 #: The 50-byte answers.json of issue 13 that used to exhaust memory.
@@ -292,6 +293,18 @@ CASES = [
         _memory_limited(lambda: MajorityVote().fit(_declared_classes(100_000_000))),
         MemoryError,
         ("MajorityVote", "100000000 classes"),
+    ),
+    Case(
+        "coincidences-too-wide",
+        _memory_limited(lambda: coincidences(_declared_classes(100_000))),
+        CrowdMemoryError,
+        ("100000 x 100000 coincidence matrix",),
+    ),
+    Case(
+        "from_counts-too-many-votes",
+        _call(CrowdData.from_counts, [[10**15, 1]]),
+        CrowdMemoryError,
+        ("annotations (one per vote)", "available"),
     ),
     Case(
         "simulate-million-classes",
