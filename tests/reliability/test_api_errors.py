@@ -418,6 +418,13 @@ CASES = [
         names_file=True,
     ),
     Case(
+        "answers-deeply-nested",
+        _reads("deep/answers.json", "[" * 100_000 + "]" * 100_000),
+        CrowdDataError,
+        ("nested too deeply",),
+        names_file=True,
+    ),
+    Case(
         "answers-array",
         _reads("a/answers.json", "[1, 2]"),
         CrowdDataError,

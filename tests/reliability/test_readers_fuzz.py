@@ -197,6 +197,24 @@ id_columns = st.one_of(
 )
 
 
+# Documents shaped like write_parquet's metadata, with random values.
+parquet_documents = st.fixed_dictionaries(
+    {"classes": st.lists(st.integers(0, 3) | st.text(max_size=2), max_size=4) | json_trees},
+    optional={
+        "version": st.just(1) | json_leaves,
+        "n_tasks": st.integers(0, 4) | json_leaves,
+        "n_workers": st.integers(0, 4) | json_leaves,
+        "anonymous": st.booleans() | json_leaves,
+        "task_ids": st.lists(st.integers(0, 3) | st.text(max_size=2), max_size=4) | json_trees,
+        "worker_ids": st.lists(st.integers(0, 3) | st.text(max_size=2), max_size=4),
+        "unannotated_truth": st.lists(
+            st.lists(st.integers(-(2**40), 2**40), min_size=2, max_size=2), max_size=3
+        )
+        | json_trees,
+    },
+)
+
+
 @FUZZ
 @given(
     columns=st.one_of(
@@ -208,7 +226,12 @@ id_columns = st.one_of(
             st.sampled_from(["task", "worker", "label", "truth", "x"]), id_columns, max_size=5
         ),
     ),
-    metadata=st.none() | st.binary(max_size=40) | json_trees.map(lambda t: json.dumps(t).encode()),
+    metadata=st.one_of(
+        st.none(),
+        st.binary(max_size=40),
+        json_trees.map(lambda tree: json.dumps(tree).encode()),
+        parquet_documents.map(lambda document: json.dumps(document).encode()),
+    ),
 )
 def test_random_parquet_tables(columns: dict[str, list], metadata: bytes | None) -> None:
     if columns:

@@ -77,6 +77,8 @@ def load_json(path: Path, **kwargs: Any) -> Any:
         raise CrowdDataError(f"{path}: the file is empty, expected a JSON document")
     try:
         return json.loads(text, **kwargs)
+    except RecursionError:
+        raise CrowdDataError(f"{path}: the JSON is nested too deeply to be read") from None
     except json.JSONDecodeError as exc:
         problem = "truncated JSON (the text ends early)"
         if exc.pos < len(text.rstrip()):

@@ -486,6 +486,8 @@ def _parquet_declared(schemas: list[pa.Schema]) -> _Declared:
         return _Declared()
     try:
         document = json.loads(raw)
+    except RecursionError:
+        raise CrowdDataError("the crowdlearn metadata is nested too deeply to be read") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CrowdDataError(f"the crowdlearn metadata is not valid JSON: {exc}") from None
     if not isinstance(document, dict) or "classes" not in document:
@@ -607,7 +609,7 @@ def _add_unannotated_truth(truth: np.ndarray, pairs: Any) -> None:
     """Set the metadata's truth of tasks without annotations, in place."""
     try:
         pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise CrowdDataError(
             "metadata 'unannotated_truth' must be a list of [task code, class code] pairs"
         ) from None
@@ -616,4 +618,9 @@ def _add_unannotated_truth(truth: np.ndarray, pairs: Any) -> None:
         raise CrowdDataError(
             f"metadata 'unannotated_truth' names unknown task codes {show(tasks)}"
         )
-    truth[tasks] = pairs[:, 1]
+    classes = pairs[:, 1]
+    if np.any((classes < -1) | (classes > np.iinfo(truth.dtype).max)):
+        raise CrowdDataError(
+            f"metadata 'unannotated_truth' names invalid class codes {show(classes)}"
+        )
+    truth[tasks] = classes
