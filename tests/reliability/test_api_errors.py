@@ -16,6 +16,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from io import BytesIO
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,15 @@ def _npy(name: str, array: np.ndarray):
         return lambda: io.read_matrix(path)
 
     return make
+
+
+def _npy_header(shape: tuple[int, ...]) -> bytes:
+    """The header of an int64 .npy file of ``shape`` (the data are up to the caller)."""
+    buffer = BytesIO()
+    np.lib.format.write_array_header_1_0(
+        buffer, {"descr": "<i8", "fortran_order": False, "shape": shape}
+    )
+    return buffer.getvalue()
 
 
 def _call(function: Callable[..., Any], *args: Any, **kwargs: Any):
@@ -498,6 +508,13 @@ CASES = [
         _reads("bad.npy", b"garbage"),
         CrowdDataError,
         ("not a .npy file",),
+        names_file=True,
+    ),
+    Case(
+        "npy-header-promises-too-much",
+        _reads("big.npy", _npy_header((10**6, 10**6)) + bytes(64)),
+        CrowdDataError,
+        ("(1000000, 1000000)", "truncated"),
         names_file=True,
     ),
     Case(

@@ -39,6 +39,37 @@ def require_data(data: Any, function: str) -> None:
     raise TypeError(f"{function} expects a CrowdData, got {type(data).__name__}{hint}")
 
 
+def load_npy(path: Path) -> np.ndarray:
+    """``np.load`` of a ``.npy`` file of numbers, refusing a header that promises more
+    data than the file holds (numpy would first allocate what the header says).
+
+    Raises the errors of ``np.load`` (``ValueError``, ``OSError``, ``EOFError``) for the
+    caller to report, with a ``ValueError`` for the truncated case.
+    """
+    readers = {
+        (1, 0): np.lib.format.read_array_header_1_0,
+        (2, 0): np.lib.format.read_array_header_2_0,
+    }
+    with open(path, "rb") as handle:
+        try:
+            version = np.lib.format.read_magic(handle)
+            header = readers[version](handle) if version in readers else None
+        except (ValueError, EOFError) as exc:
+            raise ValueError(f"not a .npy file ({exc})") from None
+        if header is not None:
+            shape, _, dtype = header
+            needed = dtype.itemsize
+            for size in shape:
+                needed *= int(size)
+            left = os.fstat(handle.fileno()).st_size - handle.tell()
+            if not dtype.hasobject and needed > left:
+                raise ValueError(
+                    f"the header says shape {shape} of {dtype} ({needed} bytes) but the file "
+                    f"holds {left} bytes of data (truncated or corrupt)"
+                )
+    return np.load(path, allow_pickle=False)
+
+
 def npy_problem(exc: BaseException) -> str:
     """What went wrong loading a ``.npy`` file, without numpy's advice to unpickle it."""
     if "allow_pickle" in str(exc):

@@ -23,6 +23,7 @@ from crowdlearn.io._common import (
     as_path,
     existing_path,
     is_range,
+    load_npy,
     npy_problem,
     refuse_repeated_pairs,
     require_data,
@@ -188,7 +189,7 @@ def _load(path: Path, ndmin: int) -> np.ndarray:
     try:
         if suffix == ".npy":
             try:
-                return np.load(path, allow_pickle=False)
+                return load_npy(path)
             except ValueError as exc:
                 raise ValueError(npy_problem(exc)) from None
         with warnings.catch_warnings():

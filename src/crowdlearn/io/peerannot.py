@@ -44,6 +44,7 @@ from crowdlearn.io._common import (
     json_count,
     json_ids,
     load_json,
+    load_npy,
     npy_problem,
     parse_ids,
     refuse_repeated_pairs,
@@ -395,7 +396,7 @@ def _read_features(path: Path, n_tasks: int) -> np.ndarray | None:
 
 def _load_npy(path: Path) -> np.ndarray:
     try:
-        return np.load(path, allow_pickle=False)
+        return load_npy(path)
     except (ValueError, OSError, EOFError) as exc:
         raise CrowdDataError(f"cannot read the .npy file: {npy_problem(exc)}") from None
 
