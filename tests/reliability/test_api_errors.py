@@ -468,6 +468,14 @@ CASES = [
         ("metadata.json", "'n_classes'", "non-negative integer"),
     ),
     Case(
+        "ground-truth-json-huge",
+        _peerannot_with(
+            None, '{"0": {"0": 0}}', **{"ground_truth.json": b'{"0": 10000000000000}'}
+        ),
+        CrowdDataError,
+        ("ground_truth.json", "10000000000000", "not an integer class code"),
+    ),
+    Case(
         "ground-truth-garbage",
         _peerannot_with(None, '{"0": {"0": 0}}', ground_truth_npy=b"xx"),
         CrowdDataError,

@@ -166,10 +166,11 @@ metadata_like = st.one_of(
 @given(
     answers=st.one_of(answers_like, answers_like, json_trees),
     metadata=st.one_of(st.none(), st.none(), metadata_like),
+    truth=st.one_of(st.none(), st.dictionaries(keys, json_leaves, max_size=3), json_trees),
     as_folder=st.booleans(),
 )
 def test_random_json_trees_as_a_peerannot_folder(
-    answers: Any, metadata: Any, as_folder: bool
+    answers: Any, metadata: Any, truth: Any, as_folder: bool
 ) -> None:
     with tempfile.TemporaryDirectory() as root:
         folder = Path(root) / "ds"
@@ -177,6 +178,8 @@ def test_random_json_trees_as_a_peerannot_folder(
         (folder / "answers.json").write_text(json.dumps(answers))
         if metadata is not None:
             (folder / "metadata.json").write_text(json.dumps(metadata))
+        if truth is not None:
+            (folder / "ground_truth.json").write_text(json.dumps(truth))
         if as_folder:
             _outcome(io.read_peerannot, folder)
         else:

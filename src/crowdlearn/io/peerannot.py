@@ -362,7 +362,7 @@ def _truth_from_json(path: Path, task_ids: np.ndarray) -> np.ndarray:
     for key, value in document.items():
         if value is None:
             continue
-        if type(value) is not int:
+        if type(value) is not int or not -(2**31) <= value < 2**31:
             raise CrowdDataError(f"task {key!r}: truth {value!r} is not an integer class code")
         codes[code_of_key[key]] = value
     return codes
