@@ -13,8 +13,11 @@ from sklearn.exceptions import NotFittedError
 
 from crowdlearn._progress import progress_bar
 from crowdlearn.data import CrowdData, CrowdDataError
+from crowdlearn.data._memory import array_bytes, check_allocation
 
 TieBreak = Literal["random", "lowest"]
+#: How many (n_tasks, K) (and (n_workers, K, K)) float64 arrays a fit is assumed to hold.
+_DENSE_COPIES = 3
 
 
 class BaseAggregator(BaseEstimator):
@@ -39,6 +42,8 @@ class BaseAggregator(BaseEstimator):
     task_attributes: ClassVar[tuple[str, ...]] = ()
     #: False for methods that need worker identities (they refuse anonymous data).
     accepts_anonymous: ClassVar[bool] = True
+    #: True for methods that hold an (n_workers, K, K) array (for the memory check).
+    per_worker_confusions: ClassVar[bool] = False
 
     def fit(self, data: CrowdData, **fit_params: Any) -> BaseAggregator:
         """Infer the labels of the tasks in ``data``; returns ``self``."""
@@ -52,6 +57,7 @@ class BaseAggregator(BaseEstimator):
                 f"{type(self).__name__} models each worker and needs worker ids; the data "
                 "are anonymous (use MajorityVote or NaiveSoft, or the CMM learner)"
             )
+        check_allocation(self._dense_bytes(data), self._dense_what(data))
         self._fit(data, **fit_params)
         self.labels_ = break_ties(self.probas_, self.tie_break, self.random_state)
         self.classes_ = data.classes
@@ -61,6 +67,25 @@ class BaseAggregator(BaseEstimator):
 
     def _fit(self, data: CrowdData, **fit_params: Any) -> None:
         raise NotImplementedError
+
+    def _dense_bytes(self, data: CrowdData) -> int:
+        """Rough peak of the dense arrays a fit builds, checked before it starts.
+
+        Every aggregator holds a few (n_tasks, K) float64 tables (probabilities,
+        votes, their update); those with per-worker confusion matrices also hold a
+        few (n_workers, K, K) ones. The factors are deliberately modest: the check
+        is there to refuse data that cannot fit at all, not to predict the peak.
+        """
+        total = _DENSE_COPIES * array_bytes([data.n_tasks, data.n_classes])
+        if self.per_worker_confusions:
+            total += _DENSE_COPIES * array_bytes([data.n_workers, data.n_classes, data.n_classes])
+        return total
+
+    def _dense_what(self, data: CrowdData) -> str:
+        tables = f"{data.n_tasks} tasks x {data.n_classes} classes"
+        if self.per_worker_confusions:
+            tables += f" and {data.n_workers} workers x {data.n_classes}^2 confusions"
+        return f"{type(self).__name__} on {tables}"
 
     def predict_proba(self) -> np.ndarray:
         """Probability of each class for each task, shape (n_tasks, n_classes)."""

@@ -109,6 +109,7 @@ class DawidSkene(IterativeAggregator):
 
     worker_attributes = ("confusions_",)
     accepts_anonymous = False
+    per_worker_confusions = True
 
     def __init__(
         self,

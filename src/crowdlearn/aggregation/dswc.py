@@ -137,6 +137,7 @@ class DSWC(IterativeAggregator):
 
     worker_attributes = ("memberships_", "confusions_")
     accepts_anonymous = False
+    per_worker_confusions = True
 
     def __init__(
         self,

@@ -76,7 +76,9 @@ class MajorityVote(BaseAggregator):
     def _fit(self, data: CrowdData) -> None:
         self.vote_counts_ = _counts(data, self.chunk_size)
         majority = break_ties(self.vote_counts_, self.tie_break, self.random_state)
-        self.probas_ = np.eye(data.n_classes)[majority]
+        # One-hot rows built in place: np.eye(K)[...] would first build a K x K array.
+        self.probas_ = np.zeros((len(majority), data.n_classes))
+        self.probas_[np.arange(len(majority)), majority] = 1.0
 
 
 class NaiveSoft(BaseAggregator):

@@ -70,6 +70,7 @@ class OneCoinDawidSkene(IterativeAggregator):
 
     worker_attributes = ("skills_", "confusions_")
     accepts_anonymous = False
+    per_worker_confusions = True
 
     def __init__(
         self,

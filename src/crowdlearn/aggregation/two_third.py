@@ -72,5 +72,8 @@ class TwoThird(BaseAggregator):
         self.consensus_ = (n_votes >= 2) & (3 * top >= 2 * n_votes)
         probas = vote_frequencies(data)
         winners = probas[self.consensus_].argmax(axis=1)
-        probas[self.consensus_] = np.eye(data.n_classes)[winners]
+        # One-hot rows set in place: np.eye(K)[...] would first build a K x K array.
+        rows = np.flatnonzero(self.consensus_)
+        probas[rows] = 0.0
+        probas[rows, winners] = 1.0
         self.probas_ = probas

@@ -3,7 +3,7 @@
 from crowdlearn.data._headers import RECOGNISED as RECOGNISED_COLUMNS
 from crowdlearn.data._headers import ColumnsRecognizedWarning
 from crowdlearn.data.crowddata import DUPLICATE_POLICIES, CrowdData, DuplicatePolicy, GroupIndex
-from crowdlearn.data.errors import CrowdDataError
+from crowdlearn.data.errors import CrowdDataError, CrowdDataWarning, CrowdMemoryError
 from crowdlearn.data.inputs import ArrayInputs, ImageFolderInputs, TaskInputs
 
 __all__ = [
@@ -13,6 +13,8 @@ __all__ = [
     "ColumnsRecognizedWarning",
     "CrowdData",
     "CrowdDataError",
+    "CrowdDataWarning",
+    "CrowdMemoryError",
     "DuplicatePolicy",
     "GroupIndex",
     "ImageFolderInputs",

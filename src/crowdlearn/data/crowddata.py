@@ -35,6 +35,7 @@ from crowdlearn.data._ids import (
     factorize,
     missing_rows,
 )
+from crowdlearn.data._memory import array_bytes, check_allocation, check_implied_classes
 from crowdlearn.data.errors import CrowdDataError, plain, show
 
 DuplicatePolicy = Literal["error", "keep", "first", "last"]
@@ -180,6 +181,8 @@ class CrowdData:
             else _ids_or_range(worker_ids, n_workers, worker, "worker")
         )
         label_extent = label if truth_codes is None else np.concatenate([label, truth_codes])
+        if classes is None and n_classes is None:
+            check_implied_classes(label_extent, "pass n_classes= or classes=")
         classes = _ids_or_range(classes, n_classes, label_extent, "label")
 
         _check_range(task, len(task_ids), "task")
@@ -248,8 +251,8 @@ class CrowdData:
             Policy for repeated (task, worker) pairs.
         """
         anonymous = worker is None
-        task_arr, label_arr = as_id_array(task), as_id_array(label)
-        worker_arr = None if anonymous else as_id_array(worker)
+        task_arr, label_arr = as_id_array(task, "task"), as_id_array(label, "label")
+        worker_arr = None if anonymous else as_id_array(worker, "worker")
         _check_lengths(task=task_arr, worker=worker_arr, label=label_arr)
         if len(task_arr) == 0:
             raise CrowdDataError("empty data: there are no annotations")
@@ -285,7 +288,7 @@ class CrowdData:
         task: str = "task",
         worker: str | None = "worker",
         label: str = "label",
-        truth: Any = None,
+        truth: Any = "truth",
         columns: Mapping[str, str | None] | None = None,
         truth_column: str | None = None,
         **kwargs: Any,
@@ -298,9 +301,11 @@ class CrowdData:
             Columns ``task``, ``worker`` and ``label`` (names configurable).
         task, worker, label : str
             Column names; ``worker=None`` reads anonymous annotations.
-        truth : str, Mapping, Series or array-like, optional
+        truth : str, Mapping, Series, array-like or None, default "truth"
             The name of a column holding each row's task truth (it must agree within
-            a task), or truth as accepted by :meth:`from_arrays`.
+            a task; empty cells mean unknown), or truth as accepted by
+            :meth:`from_arrays`. The default reads a ``truth`` column when the frame
+            has one, as :func:`crowdlearn.io.read_csv` does; None ignores it.
         columns : mapping, optional
             Role (``"task"``, ``"worker"``, ``"label"``, ``"truth"``) to column name,
             e.g. ``{"task": "question", "worker": "worker", "label": "answer"}``; it
@@ -320,8 +325,9 @@ class CrowdData:
 
         if not isinstance(frame, pd.DataFrame):
             raise CrowdDataError(f"expected a pandas DataFrame, got {type(frame).__name__}")
+        default_truth = isinstance(truth, str) and truth == "truth"
         if truth_column is not None:
-            if truth is not None:
+            if truth is not None and not default_truth:
                 raise CrowdDataError("pass the truth as truth= or truth_column=, not both")
             truth = truth_column
         found = resolve_columns(
@@ -334,11 +340,17 @@ class CrowdData:
         note_recognized(found)
         task, worker, label = found.task, found.worker, found.label
         if columns is not None and columns.get("truth") is not None:
-            if truth is not None and not (isinstance(truth, str) and truth == columns["truth"]):
+            if not (
+                truth is None
+                or default_truth
+                or (isinstance(truth, str) and truth == columns["truth"])
+            ):
                 raise CrowdDataError(
                     "the truth is given twice: as columns['truth'] and as truth=/truth_column="
                 )
             truth = columns["truth"]
+        if isinstance(truth, str) and truth == "truth" and truth not in frame.columns:
+            truth = None  # the default: a truth column is optional
         wanted = [c for c in (task, worker, label) if c is not None]
         if isinstance(truth, str):
             wanted.append(truth)
@@ -383,7 +395,10 @@ class CrowdData:
         answers : array-like of shape (n_tasks, n_workers)
         missing : int, default -1
         n_classes : int, optional
-            Default: one more than the largest class code in ``answers`` and ``truth``.
+            Default: one more than the largest class code in ``answers`` and ``truth``;
+            required when that code implies more than 1000 classes and more than 10
+            times the number of distinct codes (a stray code would otherwise make
+            every (tasks x classes) table huge).
         features : array of shape (n_tasks, ...), optional
         truth : array-like of shape (n_tasks,), optional
             Class codes, ``-1`` where unknown.
@@ -398,10 +413,21 @@ class CrowdData:
             observed &= ~np.isnan(matrix)
         rows, cols = np.nonzero(observed)
         values = matrix[rows, cols]
+        if matrix.dtype.kind == "f" and not np.all(np.isfinite(values)):
+            bad = np.flatnonzero(~np.isfinite(values))
+            raise CrowdDataError(
+                f"answer matrix has infinite labels at (task, worker) {_cells(rows, cols, bad)}"
+            )
         if matrix.dtype.kind == "f" and np.any(values != np.round(values)):
             bad = np.flatnonzero(values != np.round(values))
             raise CrowdDataError(
                 f"answer matrix has non-integer labels at (task, worker) {_cells(rows, cols, bad)}"
+            )
+        too_big = np.flatnonzero(values > np.iinfo(np.int32).max)
+        if len(too_big):
+            raise CrowdDataError(
+                f"answer matrix has class codes beyond the int32 range at (task, worker) "
+                f"{_cells(rows, cols, too_big)}"
             )
         negative = np.flatnonzero(values < 0)
         if len(negative):
@@ -461,6 +487,9 @@ class CrowdData:
                 f"{_cells(rows, cols, bad)}"
             )
         repeats = values.astype(np.int64)
+        # One annotation per vote: three int32 code arrays and their validation copies.
+        n_votes = int(repeats.sum(dtype=np.float64))
+        check_allocation(array_bytes([n_votes], 4 * 4), f"{n_votes} annotations (one per vote)")
         return cls(
             np.repeat(rows, repeats),
             None,
@@ -931,6 +960,9 @@ def _ids_or_range(ids: Any, n: int | None, codes: np.ndarray, what: str) -> np.n
     if n is None:
         known = codes[codes >= 0]
         n = int(known.max()) + 1 if len(known) else 0
+    check_allocation(
+        array_bytes([n]), f"the ids of {n} {'classes' if what == 'label' else what + 's'}"
+    )
     return np.arange(n, dtype=np.int64)
 
 

@@ -39,3 +39,17 @@ def plain(value: object) -> str:
 def _plain(value: object) -> object:
     """numpy scalars print as ``np.int64(3)`` under numpy 2; show them as Python values."""
     return value.item() if isinstance(value, np.generic) else value
+
+
+class CrowdMemoryError(CrowdDataError, MemoryError):
+    """An array the data would need does not fit in the memory available.
+
+    Raised *before* allocating, by :func:`crowdlearn.data._memory.check_allocation`.
+    It is both a :class:`CrowdDataError` (so code catching ``ValueError`` for bad input
+    sees it) and a :class:`MemoryError` (so code handling memory exhaustion does).
+    """
+
+
+class CrowdDataWarning(UserWarning):
+    """Data that are valid but probably not what was meant, e.g. ids that differ only by
+    surrounding spaces, or labels ``1`` and ``1.0`` read as two classes."""

@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from crowdlearn.data import CrowdData
+from crowdlearn.data._memory import array_bytes, check_allocation
 
 
 def coincidences(data: CrowdData) -> np.ndarray:
@@ -42,6 +43,9 @@ def coincidences(data: CrowdData) -> np.ndarray:
     array([[2., 1.],
            [1., 0.]])
     """
+    k = data.n_classes
+    # The dense K x K result and its diagonal correction.
+    check_allocation(array_bytes([2, k, k]), f"the {k} x {k} coincidence matrix")
     counts = data.vote_counts.astype(np.float64)
     sizes = np.asarray(counts.sum(axis=1)).ravel()
     pairable = sizes >= 2

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from crowdlearn.data import CrowdDataError
-from crowdlearn.data._ids import as_id_array
+from crowdlearn.data._ids import as_id_array, warn_confusable
 from crowdlearn.data.errors import show
 from crowdlearn.io._common import id_text, parse_ids
 
@@ -118,6 +118,7 @@ def encode(
         code_of_value = found.to_numpy()
     else:
         typed = parse_ids(values) if as_text else values
+        warn_confusable(typed, what)
         order = pc.sort_indices(typed).to_numpy()
         code_of_value = np.empty(len(order), dtype=np.int64)
         code_of_value[order] = np.arange(len(order))

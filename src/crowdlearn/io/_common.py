@@ -20,9 +20,66 @@ from crowdlearn.data.errors import plain
 _CANONICAL_INT = r"^(0|-?[1-9][0-9]*)$"
 
 
+def as_path(path: Any) -> Path:
+    """``path`` as a :class:`~pathlib.Path`; a :class:`TypeError` for anything but a path."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"expected a path (str or os.PathLike), got {type(path).__name__}")
+    return Path(path)
+
+
+def require_data(data: Any, function: str) -> None:
+    """A :class:`TypeError` saying how to get a CrowdData when ``data`` is not one."""
+    if isinstance(data, CrowdData):
+        return
+    hint = ""
+    if type(data).__name__ == "DataFrame":
+        hint = "; use CrowdData.from_frame(df) first"
+    elif isinstance(data, (str, os.PathLike)):
+        hint = "; the data come first, then the destination path"
+    raise TypeError(f"{function} expects a CrowdData, got {type(data).__name__}{hint}")
+
+
+def load_npy(path: Path) -> np.ndarray:
+    """``np.load`` of a ``.npy`` file of numbers, refusing a header that promises more
+    data than the file holds (numpy would first allocate what the header says).
+
+    Raises the errors of ``np.load`` (``ValueError``, ``OSError``, ``EOFError``) for the
+    caller to report, with a ``ValueError`` for the truncated case.
+    """
+    readers = {
+        (1, 0): np.lib.format.read_array_header_1_0,
+        (2, 0): np.lib.format.read_array_header_2_0,
+    }
+    with open(path, "rb") as handle:
+        try:
+            version = np.lib.format.read_magic(handle)
+            header = readers[version](handle) if version in readers else None
+        except (ValueError, EOFError) as exc:
+            raise ValueError(f"not a .npy file ({exc})") from None
+        if header is not None:
+            shape, _, dtype = header
+            needed = dtype.itemsize
+            for size in shape:
+                needed *= int(size)
+            left = os.fstat(handle.fileno()).st_size - handle.tell()
+            if not dtype.hasobject and needed > left:
+                raise ValueError(
+                    f"the header says shape {shape} of {dtype} ({needed} bytes) but the file "
+                    f"holds {left} bytes of data (truncated or corrupt)"
+                )
+    return np.load(path, allow_pickle=False)
+
+
+def npy_problem(exc: BaseException) -> str:
+    """What went wrong loading a ``.npy`` file, without numpy's advice to unpickle it."""
+    if "allow_pickle" in str(exc):
+        return "not a .npy file of numbers (it is not in the .npy format, or holds Python objects)"
+    return str(exc)
+
+
 def existing_path(path: str | os.PathLike[str]) -> Path:
     """``path`` as a :class:`~pathlib.Path`; a :class:`CrowdDataError` when it does not exist."""
-    path = Path(path)
+    path = as_path(path)
     if not path.exists():
         raise CrowdDataError(f"{path}: no such file or directory")
     return path
@@ -36,7 +93,8 @@ def about(path: str | os.PathLike[str]) -> Iterator[None]:
     except CrowdDataError as exc:
         if str(exc).startswith(str(path)):
             raise
-        raise CrowdDataError(f"{path}: {exc}") from exc
+        # Same class: a CrowdMemoryError stays a MemoryError too.
+        raise type(exc)(f"{path}: {exc}") from exc
 
 
 def load_json(path: Path, **kwargs: Any) -> Any:
@@ -50,6 +108,8 @@ def load_json(path: Path, **kwargs: Any) -> Any:
         raise CrowdDataError(f"{path}: the file is empty, expected a JSON document")
     try:
         return json.loads(text, **kwargs)
+    except RecursionError:
+        raise CrowdDataError(f"{path}: the JSON is nested too deeply to be read") from None
     except json.JSONDecodeError as exc:
         problem = "truncated JSON (the text ends early)"
         if exc.pos < len(text.rstrip()):

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from crowdlearn.data import CrowdData, CrowdDataError
-from crowdlearn.io._common import existing_path
+from crowdlearn.io._common import as_path, existing_path, require_data
 from crowdlearn.io.longform import (
     PARQUET_SUFFIXES,
     read_csv,
@@ -169,7 +169,8 @@ def write(
         Passed to the writer (:func:`write_csv`, :func:`write_parquet`,
         :func:`write_peerannot`, :func:`write_matrix`).
     """
-    dest = Path(dest)
+    require_data(data, "io.write")
+    dest = as_path(dest)
     fmt = _checked(format) if format is not None else detect_format(dest)
     if fmt == "peerannot":
         if dest.suffix.lower() == ".json":

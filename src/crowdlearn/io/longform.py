@@ -40,11 +40,13 @@ from crowdlearn.data.errors import show
 from crowdlearn.io._columns import Column, encode, missing_rows, normalise, truth_by_task
 from crowdlearn.io._common import (
     about,
+    as_path,
     existing_path,
     id_text,
     ids_to_json,
     json_count,
     json_ids,
+    require_data,
 )
 
 #: Schema metadata key of the JSON document written by :func:`write_parquet`.
@@ -141,6 +143,9 @@ def read_csv(
         found = _resolve(header, columns, task, worker, label, truth, truth_column)
         task, worker, label, truth = found.task, found.worker, found.label, found.truth
         _require_columns(header, task, worker, label)
+        repeated = sorted({n for n in (task, worker, label, truth) if n and header.count(n) > 1})
+        if repeated:
+            raise CrowdDataError(f"the header names column(s) {show(repeated)} more than once")
         wanted = [name for name in (task, worker, label, truth) if name is not None]
         table = _read_csv_table(path, sep, wanted)
         if table.num_rows == 0:
@@ -174,6 +179,8 @@ def write_csv(data: CrowdData, path: str | os.PathLike[str], *, truth: bool = Tr
     truth : bool, default True
         Write the truth column (when the data has truth).
     """
+    require_data(data, "io.write_csv")
+    as_path(path)
     columns = {"task": _texts(data.task_ids, data.task)}
     if not data.is_anonymous:
         columns["worker"] = _texts(data.worker_ids, data.worker)
@@ -224,7 +231,24 @@ def _read_csv_table(path: Path, sep: str, columns: list[str]) -> pa.Table:
             ),
         )
     except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
-        raise CrowdDataError(f"cannot parse the file as CSV: {exc}") from None
+        line = _ragged_line(path, sep)
+        where = "" if line is None else f" (line {line})"
+        raise CrowdDataError(f"cannot parse the file as CSV{where}: {exc}") from None
+
+
+def _ragged_line(path: Path, sep: str) -> int | None:
+    """The line number of the first row whose field count differs from the header's
+    (Arrow's parse errors show the row but not where it is); None if there is none."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            reader = csv.reader(handle, delimiter=sep)
+            header = next(reader, [])
+            for row in reader:
+                if len(row) != len(header):
+                    return reader.line_num
+    except (csv.Error, UnicodeDecodeError, OSError):
+        return None
+    return None
 
 
 # ---------------------------------------------------------------------------- Parquet
@@ -282,7 +306,9 @@ def read_parquet(
     Raises
     ------
     CrowdDataError
-        Naming the file, for a missing column, an unreadable file, null ids (with
+        Naming the file, for a missing column, an unreadable file, an id column
+        whose type is not integer, string, bool or float (lists, structs, dates,
+        bytes...; checked from the footers before any row is read), null ids (with
         their rows) or invalid data.
     """
     path = existing_path(path)
@@ -301,6 +327,8 @@ def read_parquet(
         for footer in footers:
             names = footer.schema_arrow.names
             _require_columns(names, task, worker, label, where=f" in {footer.path.name}")
+        for footer in footers:
+            _check_id_types(footer, (task, worker, label, truth))
         has_truth = [truth in footer.schema_arrow.names for footer in footers]
         if any(has_truth) and not all(has_truth):
             raise CrowdDataError(f"only some files have the truth column {truth!r}")
@@ -388,6 +416,8 @@ def write_parquet(
     features : bool, default True
         Write the features (when the data have them) to the ``.features.npy`` file.
     """
+    require_data(data, "io.write_parquet")
+    as_path(path)
     columns = {"task": _arrow_ids(data.task_ids, data.task, "task")}
     if not data.is_anonymous:
         columns["worker"] = _arrow_ids(data.worker_ids, data.worker, "worker")
@@ -498,6 +528,35 @@ def _parquet_footer(file: Path) -> _Footer:
     return _Footer(file, parquet.schema_arrow, parquet.metadata.num_rows)
 
 
+def _check_id_types(footer: _Footer, columns: Sequence[str | None]) -> None:
+    """Refuse id columns whose Arrow type is not int, float, bool or string (lists,
+    structs, dates, bytes...): they could not be written back or compared as ids."""
+    schema = footer.schema_arrow
+    for name in columns:
+        if name is None or name not in schema.names:
+            continue
+        value_type = schema.field(name).type
+        if pa.types.is_dictionary(value_type):
+            value_type = value_type.value_type
+        if not _is_id_type(value_type):
+            raise CrowdDataError(
+                f"{footer.path}: column {name!r} has type {value_type}; ids and labels must "
+                "be integers, strings, booleans or floats"
+            )
+
+
+def _is_id_type(value_type: pa.DataType) -> bool:
+    return (
+        pa.types.is_integer(value_type)
+        or pa.types.is_floating(value_type)
+        or pa.types.is_boolean(value_type)
+        or pa.types.is_null(value_type)
+        or pa.types.is_string(value_type)
+        or pa.types.is_large_string(value_type)
+        or pa.types.is_string_view(value_type)
+    )
+
+
 def _parquet_column(files: list[Path], name: str, length: int) -> Column:
     """One column of the files, streamed in record batches of at most ``_BATCH_ROWS``
     rows; text comes dictionary-encoded (straight from the Parquet dictionary pages)."""
@@ -524,6 +583,8 @@ def _parquet_declared(schemas: list[pa.Schema]) -> _Declared:
         return _Declared()
     try:
         document = json.loads(raw)
+    except RecursionError:
+        raise CrowdDataError("the crowdlearn metadata is nested too deeply to be read") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CrowdDataError(f"the crowdlearn metadata is not valid JSON: {exc}") from None
     if not isinstance(document, dict) or "classes" not in document:
@@ -675,7 +736,7 @@ def _add_unannotated_truth(truth: np.ndarray, pairs: Any) -> None:
     """Set the metadata's truth of tasks without annotations, in place."""
     try:
         pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise CrowdDataError(
             "metadata 'unannotated_truth' must be a list of [task code, class code] pairs"
         ) from None
@@ -684,4 +745,9 @@ def _add_unannotated_truth(truth: np.ndarray, pairs: Any) -> None:
         raise CrowdDataError(
             f"metadata 'unannotated_truth' names unknown task codes {show(tasks)}"
         )
-    truth[tasks] = pairs[:, 1]
+    classes = pairs[:, 1]
+    if np.any((classes < -1) | (classes > np.iinfo(truth.dtype).max)):
+        raise CrowdDataError(
+            f"metadata 'unannotated_truth' names invalid class codes {show(classes)}"
+        )
+    truth[tasks] = classes

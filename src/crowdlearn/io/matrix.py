@@ -17,7 +17,17 @@ import numpy as np
 
 from crowdlearn._atomic import atomic_open
 from crowdlearn.data import CrowdData, CrowdDataError
-from crowdlearn.io._common import about, existing_path, is_range, refuse_repeated_pairs
+from crowdlearn.data._memory import array_bytes, check_allocation
+from crowdlearn.io._common import (
+    about,
+    as_path,
+    existing_path,
+    is_range,
+    load_npy,
+    npy_problem,
+    refuse_repeated_pairs,
+    require_data,
+)
 
 #: Largest matrix (tasks x workers) that :func:`to_matrix` builds: 200M cells of int32.
 MAX_CELLS = 200_000_000
@@ -46,6 +56,7 @@ def to_matrix(data: CrowdData, missing: int = -1) -> np.ndarray:
         For anonymous data, repeated (task, worker) pairs, a ``missing`` value that is
         a class code, or a matrix of more than ``MAX_CELLS`` cells.
     """
+    require_data(data, "io.to_matrix")
     if data.is_anonymous:
         raise CrowdDataError("anonymous data has no workers, so it has no answer matrix")
     cells = data.n_tasks * data.n_workers
@@ -61,6 +72,10 @@ def to_matrix(data: CrowdData, missing: int = -1) -> np.ndarray:
             f"(0..{data.n_classes - 1})"
         )
     refuse_repeated_pairs(data, "a matrix cell holds one answer")
+    check_allocation(
+        array_bytes([data.n_tasks, data.n_workers], 4),
+        f"the {data.n_tasks} x {data.n_workers} answer matrix",
+    )
     matrix = np.full((data.n_tasks, data.n_workers), missing, dtype=np.int32)
     matrix[data.task, data.worker] = data.label
     return matrix
@@ -140,6 +155,8 @@ def write_matrix(
         For ids that are not ``0..n-1`` (unless ``drop_ids``), an unknown file
         ending, or data :func:`to_matrix` refuses; nothing is written then.
     """
+    require_data(data, "io.write_matrix")
+    as_path(path)
     suffix = _suffix(Path(path))
     if not drop_ids:
         named = {"task": data.task_ids, "worker": data.worker_ids, "class": data.classes}
@@ -171,7 +188,10 @@ def _load(path: Path, ndmin: int) -> np.ndarray:
     suffix = _suffix(path)
     try:
         if suffix == ".npy":
-            return np.load(path, allow_pickle=False)
+            try:
+                return load_npy(path)
+            except ValueError as exc:
+                raise ValueError(npy_problem(exc)) from None
         with warnings.catch_warnings():
             # An empty file only warns; the caller reports it.
             warnings.simplefilter("ignore", UserWarning)

@@ -31,10 +31,12 @@ import pyarrow as pa
 
 from crowdlearn._atomic import atomic_open
 from crowdlearn.data import CrowdData, CrowdDataError, DuplicatePolicy
+from crowdlearn.data._memory import array_bytes, check_allocation, check_implied_classes
 from crowdlearn.data.errors import plain, show
 from crowdlearn.io._columns import Column, encode
 from crowdlearn.io._common import (
     about,
+    as_path,
     existing_path,
     id_text,
     ids_to_json,
@@ -42,8 +44,11 @@ from crowdlearn.io._common import (
     json_count,
     json_ids,
     load_json,
+    load_npy,
+    npy_problem,
     parse_ids,
     refuse_repeated_pairs,
+    require_data,
 )
 
 ANSWERS = "answers.json"
@@ -115,7 +120,11 @@ def read_answers_json(
     CrowdDataError
         Naming the file and the place: malformed or truncated JSON (line and
         column), wrong nesting, a label that is not an integer class code or is out
-        of range, malformed metadata, ground truth of the wrong length, invalid data.
+        of range, class codes implying far more classes than are used (more than
+        1000 and more than 10 times the distinct codes: declare ``n_classes`` in
+        ``metadata.json``), malformed metadata, ground truth of the wrong length,
+        invalid data. A :class:`~crowdlearn.data.CrowdMemoryError` (also a
+        ``MemoryError``) when declared counts need more memory than is available.
     """
     path = existing_path(path)
     if path.is_dir():
@@ -136,10 +145,17 @@ def read_answers_json(
     truth_codes = _read_truth(folder, task_ids, n_classes) if truth else None
     features = _read_features(folder / FEATURES, len(task_ids))
     if n_classes is None:
-        known = [answers.labels.max(initial=-1)]
-        if truth_codes is not None:
-            known.append(truth_codes.max(initial=-1))
-        n_classes = int(max(known)) + 1
+        seen = (
+            answers.labels
+            if truth_codes is None
+            else np.concatenate([answers.labels, truth_codes])
+        )
+        with about(path):
+            check_implied_classes(seen, f'"n_classes" in {folder / METADATA}')
+        n_classes = int(seen.max(initial=-1)) + 1
+    if meta.classes is None:
+        with about(path):
+            check_allocation(array_bytes([n_classes]), f"the ids of {n_classes} classes")
     classes = np.arange(n_classes) if meta.classes is None else meta.classes
     with about(path):
         return CrowdData(
@@ -266,6 +282,8 @@ def _integer_range(column: pa.ChunkedArray, count: int, what: str) -> list[int] 
     if pa.types.is_int64(ids.type) and len(ids):
         values = ids.to_numpy()
         if values.min() >= 0 and values.max() < count:
+            # A Python int and its list slot take about 40 bytes.
+            check_allocation(array_bytes([count], 40), f"the ids of {count} {what}s")
             return list(range(count))
     return None
 
@@ -344,7 +362,7 @@ def _truth_from_json(path: Path, task_ids: np.ndarray) -> np.ndarray:
     for key, value in document.items():
         if value is None:
             continue
-        if type(value) is not int:
+        if type(value) is not int or not -(2**31) <= value < 2**31:
             raise CrowdDataError(f"task {key!r}: truth {value!r} is not an integer class code")
         codes[code_of_key[key]] = value
     return codes
@@ -378,9 +396,9 @@ def _read_features(path: Path, n_tasks: int) -> np.ndarray | None:
 
 def _load_npy(path: Path) -> np.ndarray:
     try:
-        return np.load(path, allow_pickle=False)
+        return load_npy(path)
     except (ValueError, OSError, EOFError) as exc:
-        raise CrowdDataError(f"cannot read the .npy file: {exc}") from None
+        raise CrowdDataError(f"cannot read the .npy file: {npy_problem(exc)}") from None
 
 
 def _json_type(value: Any) -> str:
@@ -425,6 +443,8 @@ def write_peerannot(
     CrowdDataError
         For anonymous data or repeated (task, worker) pairs, before writing anything.
     """
+    require_data(data, "io.write_peerannot")
+    as_path(folder)
     if data.is_anonymous:
         raise CrowdDataError(
             "the peerannot format maps each task to {worker: label}, so it needs worker "

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from crowdlearn._atomic import atomic_directory
+from crowdlearn.data._memory import array_bytes, check_allocation
 
 
 def worker_confusions(
@@ -84,6 +85,10 @@ def write_synthetic_parquet(
     """
     if n_classes < 2 or feedback < 1 or feedback > n_workers:
         raise ValueError("need n_classes >= 2 and 1 <= feedback <= n_workers")
+    check_allocation(
+        array_bytes([n_workers, n_classes, n_classes]),
+        f"the confusion matrices of {n_workers} workers x {n_classes} x {n_classes} classes",
+    )
     n_tasks = max(n_annotations // feedback, 1)
     tasks_per_chunk = max(chunk_annotations // feedback, 1)
     rng = np.random.default_rng(seed)

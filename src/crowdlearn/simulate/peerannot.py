@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from crowdlearn.data._memory import array_bytes, check_allocation
 from crowdlearn.simulate._assign import assign_workers
 from crowdlearn.simulate._checks import (
     check_int,
@@ -259,6 +260,13 @@ def _common_params(strategy: str, arguments: dict[str, Any]) -> dict[str, Any]:
         "feedback": check_labels_per_task("feedback", arguments["feedback"], n_worker, "n_worker"),
         "imbalance_votes": bool(arguments["imbalance_votes"]),
     }
+    # Every strategy draws an (n_worker, K, K) array of confusion matrices and the
+    # answers are stored as int32 codes; refuse sizes that cannot fit before drawing.
+    k = checked["n_classes"]
+    check_allocation(
+        array_bytes([n_worker + 2, k, k]),
+        f"the confusion matrices of {n_worker} workers x {k} x {k} classes",
+    )
     if arguments["workerload"] is not None:
         checked["workerload"] = check_int("workerload", arguments["workerload"])
     if "ratio" in arguments:
