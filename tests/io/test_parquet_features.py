@@ -37,7 +37,11 @@ def crowds_with_features(draw: st.DrawFn) -> CrowdData:
     )
     dtype = draw(st.sampled_from([np.float32, np.float64, np.int64, np.uint8, np.bool_]))
     tail = draw(st.lists(st.integers(0, 3), min_size=1, max_size=2))
-    features = draw(hnp.arrays(dtype, (n_tasks, *tail)))
+    # Features must be finite (CrowdData refuses NaN and inf).
+    finite = {"allow_nan": False, "allow_infinity": False} if np.dtype(dtype).kind == "f" else {}
+    features = draw(
+        hnp.arrays(dtype, (n_tasks, *tail), elements=hnp.from_dtype(np.dtype(dtype), **finite))
+    )
     # A task order other than sorted ids is kept too (the metadata lists the ids).
     task_ids = draw(st.permutations([f"t{i}" for i in range(n_tasks)]))
     return CrowdData(
