@@ -1,0 +1,6 @@
+"""``python -m crowdlearn``: the same as the ``crowdlearn`` command."""
+
+from crowdlearn.cli import main
+
+if __name__ == "__main__":
+    main()
