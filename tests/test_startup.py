@@ -98,6 +98,24 @@ def test_the_data_error_imports_without_numpy():
     assert loaded_modules(code) & HEAVY == set()
 
 
+#: Libraries that only estimators, learners, figures or the Dask engine need.
+ESTIMATOR_LIBRARIES = frozenset({"sklearn", "torch", "matplotlib", "dask"})
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "from crowdlearn import CrowdData",
+        "from crowdlearn.io import read, write",
+        "from crowdlearn.metrics import accuracy, acc_train",
+        "from crowdlearn.simulate import STRATEGIES, hammer_spammer",
+        "from crowdlearn import datasets; datasets.list()",
+    ],
+)
+def test_data_io_metrics_and_simulators_load_no_estimator_library(code):
+    assert loaded_modules(code) & ESTIMATOR_LIBRARIES == set()
+
+
 @pytest.mark.parametrize(
     "args",
     [["--help"], ["--version"]]
