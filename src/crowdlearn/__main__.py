@@ -1,4 +1,4 @@
-"""``python -m crowdlearn``: the command-line interface, as the ``crowdlearn`` script."""
+"""``python -m crowdlearn``: the same as the ``crowdlearn`` command."""
 
 from crowdlearn.cli import main
 

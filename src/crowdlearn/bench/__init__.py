@@ -21,6 +21,7 @@ from crowdlearn.bench import (  # noqa: F401
     real_aggregation,
     scale,
     self_crowd,
+    startup,
 )
 from crowdlearn.bench._registry import BENCHMARKS, BenchResult, machine_description, run
 

@@ -5,16 +5,25 @@ from __future__ import annotations
 import inspect
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import numpy as np
-import pandas as pd
 
 from crowdlearn._atomic import atomic_open, atomic_path
+from crowdlearn._lazy import lazy_module
 from crowdlearn.cli._app import cli
 from crowdlearn.cli._reading import reading_options
-from crowdlearn.data import CrowdData, CrowdDataError
+from crowdlearn.data import CrowdDataError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from crowdlearn.data import CrowdData
+else:
+    # imported on first use: `crowdlearn --help` must not load them
+    np = lazy_module("numpy")
+    pd = lazy_module("pandas")
 
 
 def _parse_params(pairs: tuple[str, ...]) -> dict[str, str]:

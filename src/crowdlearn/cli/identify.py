@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import numpy as np
 
 from crowdlearn._atomic import atomic_open
+from crowdlearn._lazy import lazy_module
 from crowdlearn.cli._app import cli
 from crowdlearn.cli._reading import reading_options
-from crowdlearn.data import CrowdData, CrowdDataError
+from crowdlearn.data import CrowdDataError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from crowdlearn.data import CrowdData
+else:
+    # imported on first use: `crowdlearn --help` must not load them
+    np = lazy_module("numpy")
 
 
 def load_crowd(data: str, root: str | None = None, duplicates: str = "error") -> CrowdData:

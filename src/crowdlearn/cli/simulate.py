@@ -6,14 +6,20 @@ import functools
 import inspect
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import numpy as np
 
 from crowdlearn._atomic import atomic_open, atomic_path
+from crowdlearn._lazy import lazy_module
 from crowdlearn.cli._app import cli
 from crowdlearn.data import CrowdDataError
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    # imported on first use: `crowdlearn --help` must not load them
+    np = lazy_module("numpy")
 
 FEATURE_STRATEGY = "crowd-on-features"
 STRATEGY_NAMES = (

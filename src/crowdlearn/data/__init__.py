@@ -1,10 +1,44 @@
-"""The core data type: :class:`CrowdData` and its validation error."""
+"""The core data type: :class:`CrowdData` and its validation error.
 
-from crowdlearn.data._headers import RECOGNISED as RECOGNISED_COLUMNS
-from crowdlearn.data._headers import ColumnsRecognizedWarning
-from crowdlearn.data.crowddata import DUPLICATE_POLICIES, CrowdData, DuplicatePolicy, GroupIndex
-from crowdlearn.data.errors import CrowdDataError, CrowdDataWarning, CrowdMemoryError
-from crowdlearn.data.inputs import ArrayInputs, ImageFolderInputs, TaskInputs
+The names are imported on first use: ``from crowdlearn.data import CrowdDataError``
+loads neither numpy nor pandas (the command-line interface relies on it).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from crowdlearn._lazy import attach
+
+if TYPE_CHECKING:
+    from crowdlearn.data._headers import RECOGNISED as RECOGNISED_COLUMNS
+    from crowdlearn.data._headers import ColumnsRecognizedWarning
+    from crowdlearn.data.crowddata import (
+        DUPLICATE_POLICIES,
+        CrowdData,
+        DuplicatePolicy,
+        GroupIndex,
+    )
+    from crowdlearn.data.errors import CrowdDataError, CrowdDataWarning, CrowdMemoryError
+    from crowdlearn.data.inputs import ArrayInputs, ImageFolderInputs, TaskInputs
+
+__getattr__, __dir__ = attach(
+    __name__,
+    {
+        "DUPLICATE_POLICIES": ".crowddata",
+        "CrowdData": ".crowddata",
+        "DuplicatePolicy": ".crowddata",
+        "GroupIndex": ".crowddata",
+        "CrowdDataError": ".errors",
+        "CrowdDataWarning": ".errors",
+        "CrowdMemoryError": ".errors",
+        "ColumnsRecognizedWarning": "._headers",
+        "RECOGNISED_COLUMNS": "._headers:RECOGNISED",
+        "ArrayInputs": ".inputs",
+        "ImageFolderInputs": ".inputs",
+        "TaskInputs": ".inputs",
+    },
+)
 
 __all__ = [
     "DUPLICATE_POLICIES",

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 #: How many offending rows or ids an error message lists before eliding the rest.
 MAX_SHOWN = 5
@@ -22,9 +25,7 @@ class CrowdDataError(ValueError):
 def show(items: Sequence | np.ndarray, limit: int = MAX_SHOWN) -> str:
     """Format the first ``limit`` items for an error message, with a count of the rest."""
     # Slice before converting: a list of tuples must not become a 2-D array.
-    items = list(
-        items.ravel()[: limit + 1] if isinstance(items, np.ndarray) else items[: limit + 1]
-    )
+    items = list(items.ravel()[: limit + 1] if _is_numpy(items, "ndarray") else items[: limit + 1])
     shown = ", ".join(repr(_plain(x)) for x in items[:limit])
     if len(items) > limit:
         shown += ", ..."
@@ -38,7 +39,18 @@ def plain(value: object) -> str:
 
 def _plain(value: object) -> object:
     """numpy scalars print as ``np.int64(3)`` under numpy 2; show them as Python values."""
-    return value.item() if isinstance(value, np.generic) else value
+    return value.item() if _is_numpy(value, "generic") else value
+
+
+def _is_numpy(value: object, kind: str) -> bool:
+    """``isinstance(value, numpy.<kind>)`` without importing numpy.
+
+    This module must import without numpy (the command-line interface imports
+    :class:`CrowdDataError` at start-up); a value cannot be a numpy object unless numpy
+    was imported already.
+    """
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, getattr(numpy, kind))
 
 
 class CrowdMemoryError(CrowdDataError, MemoryError):

@@ -19,14 +19,39 @@ Loading needs the files (``crowdlearn datasets fetch labelme`` downloads them)::
     data = datasets.load("labelme")
     data.train                       # CrowdData with VGG16 features and truth
     X_test, y_test = data.test
+
+The names are imported on first use.
 """
 
-from crowdlearn.datasets._api import fetch, info, list_datasets, load
-from crowdlearn.datasets._storage import data_root
-from crowdlearn.datasets._types import Dataset, DatasetError, DatasetInfo
+from __future__ import annotations
 
-#: The public name of :func:`list_datasets` (``datasets.list()``), shadowing the builtin here only.
-list = list_datasets
+from typing import TYPE_CHECKING
+
+from crowdlearn._lazy import attach
+
+if TYPE_CHECKING:
+    from crowdlearn.datasets._api import fetch, info, list_datasets, load
+    from crowdlearn.datasets._storage import data_root
+    from crowdlearn.datasets._types import Dataset, DatasetError, DatasetInfo
+
+    #: The public name of :func:`list_datasets` (``datasets.list()``).
+    list = list_datasets
+
+__getattr__, __dir__ = attach(
+    __name__,
+    {
+        "fetch": "._api",
+        "info": "._api",
+        "list_datasets": "._api",
+        "load": "._api",
+        # ``datasets.list()``: shadows the builtin in this namespace only
+        "list": "._api:list_datasets",
+        "data_root": "._storage",
+        "Dataset": "._types",
+        "DatasetError": "._types",
+        "DatasetInfo": "._types",
+    },
+)
 
 __all__ = [
     "Dataset",

@@ -13,26 +13,57 @@ Methods: :class:`DawidSkene`, :class:`OneCoinDawidSkene`, :class:`MajorityVote`,
 when a fit runs.
 """
 
-from crowdlearn.distributed._estimators import (
-    GLAD,
-    DawidSkene,
-    DistributedFitError,
-    MajorityVote,
-    NaiveSoft,
-    OneCoinDawidSkene,
-    Wawa,
-)
-from crowdlearn.distributed._partitions import DistributedCrowd, distribute
+from __future__ import annotations
 
-#: Strategy names of the CLI that the Dask engine runs.
-STRATEGIES = {
-    "ds": DawidSkene,
-    "onecoin-ds": OneCoinDawidSkene,
-    "mv": MajorityVote,
-    "naivesoft": NaiveSoft,
-    "glad": GLAD,
-    "wawa": Wawa,
-}
+from typing import TYPE_CHECKING, Any
+
+from crowdlearn._lazy import attach
+
+if TYPE_CHECKING:
+    from crowdlearn.distributed._estimators import (
+        GLAD,
+        DawidSkene,
+        DistributedFitError,
+        MajorityVote,
+        NaiveSoft,
+        OneCoinDawidSkene,
+        Wawa,
+    )
+    from crowdlearn.distributed._partitions import DistributedCrowd, distribute
+
+    #: Strategy names of the CLI that the Dask engine runs.
+    STRATEGIES: dict[str, type]
+
+
+def _strategies() -> dict[str, Any]:
+    """Strategy names of the CLI that the Dask engine runs (``STRATEGIES``)."""
+    from crowdlearn.distributed import _estimators as engine
+
+    return {
+        "ds": engine.DawidSkene,
+        "onecoin-ds": engine.OneCoinDawidSkene,
+        "mv": engine.MajorityVote,
+        "naivesoft": engine.NaiveSoft,
+        "glad": engine.GLAD,
+        "wawa": engine.Wawa,
+    }
+
+
+__getattr__, __dir__ = attach(
+    __name__,
+    {
+        "GLAD": "._estimators",
+        "DawidSkene": "._estimators",
+        "DistributedFitError": "._estimators",
+        "MajorityVote": "._estimators",
+        "NaiveSoft": "._estimators",
+        "OneCoinDawidSkene": "._estimators",
+        "Wawa": "._estimators",
+        "DistributedCrowd": "._partitions",
+        "distribute": "._partitions",
+    },
+    factories={"STRATEGIES": _strategies},
+)
 
 __all__ = [
     "GLAD",

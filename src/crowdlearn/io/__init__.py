@@ -7,13 +7,41 @@ nothing when the data does not fit the format. A write followed by a read gives
 back equal data (see each writer for what its format cannot hold).
 
 Use :func:`read` and :func:`write` to pick the format from the path, or the
-per-format functions for their options.
+per-format functions for their options. The names are imported on first use.
 """
 
-from crowdlearn.io._dispatch import FORMATS, default_columns, detect_format, read, write
-from crowdlearn.io.longform import read_csv, read_parquet, write_csv, write_parquet
-from crowdlearn.io.matrix import read_matrix, to_matrix, write_matrix
-from crowdlearn.io.peerannot import read_answers_json, read_peerannot, write_peerannot
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from crowdlearn._lazy import attach
+
+if TYPE_CHECKING:
+    from crowdlearn.io._dispatch import FORMATS, default_columns, detect_format, read, write
+    from crowdlearn.io.longform import read_csv, read_parquet, write_csv, write_parquet
+    from crowdlearn.io.matrix import read_matrix, to_matrix, write_matrix
+    from crowdlearn.io.peerannot import read_answers_json, read_peerannot, write_peerannot
+
+__getattr__, __dir__ = attach(
+    __name__,
+    {
+        "FORMATS": "._dispatch",
+        "default_columns": "._dispatch",
+        "detect_format": "._dispatch",
+        "read": "._dispatch",
+        "write": "._dispatch",
+        "read_csv": ".longform",
+        "read_parquet": ".longform",
+        "write_csv": ".longform",
+        "write_parquet": ".longform",
+        "read_matrix": ".matrix",
+        "to_matrix": ".matrix",
+        "write_matrix": ".matrix",
+        "read_answers_json": ".peerannot",
+        "read_peerannot": ".peerannot",
+        "write_peerannot": ".peerannot",
+    },
+)
 
 __all__ = [
     "FORMATS",

@@ -6,25 +6,59 @@ paper, Jensen-Shannon divergences between confusion matrices (the CMM paper's I-
 and G-JS), and ICED's label certainty score.
 
 Labels are class *codes* (``0..K-1``) as used throughout crowdlearn; ``-1`` in a
-truth array marks an unknown truth and such entries are left out.
+truth array marks an unknown truth and such entries are left out. The names are
+imported on first use.
 """
 
-from crowdlearn.metrics._classification import (
-    acc_train,
-    accuracy,
-    expected_calibration_error,
-    macro_f1,
-    negative_log_likelihood,
-)
-from crowdlearn.metrics._crowd import (
-    confusion_js,
-    empirical_confusions,
-    global_confusion,
-    global_js,
-    imbalance_ratio,
-    individual_js,
-    js_divergence,
-    label_certainty,
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from crowdlearn._lazy import attach
+
+if TYPE_CHECKING:
+    from crowdlearn.metrics._classification import (
+        acc_train,
+        accuracy,
+        expected_calibration_error,
+        macro_f1,
+        negative_log_likelihood,
+    )
+    from crowdlearn.metrics._crowd import (
+        confusion_js,
+        empirical_confusions,
+        global_confusion,
+        global_js,
+        imbalance_ratio,
+        individual_js,
+        js_divergence,
+        label_certainty,
+    )
+
+_CLASSIFICATION = [
+    "acc_train",
+    "accuracy",
+    "expected_calibration_error",
+    "macro_f1",
+    "negative_log_likelihood",
+]
+_CROWD = [
+    "confusion_js",
+    "empirical_confusions",
+    "global_confusion",
+    "global_js",
+    "imbalance_ratio",
+    "individual_js",
+    "js_divergence",
+    "label_certainty",
+]
+
+__getattr__, __dir__ = attach(
+    __name__,
+    {
+        **{name: "._classification" for name in _CLASSIFICATION},
+        **{name: "._crowd" for name in _CROWD},
+    },
 )
 
 __all__ = [

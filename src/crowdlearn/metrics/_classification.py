@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from sklearn.metrics import f1_score
 
 from crowdlearn.data import CrowdData
 
@@ -109,6 +108,9 @@ def macro_f1(y_true: Any, y_pred: Any, n_classes: int | None = None) -> float:
         Number of classes; default the width of ``y_pred`` when it is (n, K), else one
         more than the largest class seen.
     """
+    # scikit-learn takes about a second to import: only this metric needs it
+    from sklearn.metrics import f1_score
+
     truth, predictions = _known(y_true, y_pred)
     hard = _hard(predictions)
     if n_classes is None:

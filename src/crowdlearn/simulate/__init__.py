@@ -14,35 +14,76 @@ matrix of each worker, the worker groups and task difficulties.
   imbalance by subsampling: :func:`make_imbalanced`.
 
 :data:`STRATEGIES` maps the command-line names to the simulators that need no data.
+The names are imported on first use.
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from crowdlearn.simulate._groups import GROUP_DEFAULTS
-from crowdlearn.simulate._result import SimulationInfo
-from crowdlearn.simulate.cmm import DEFAULT_NOISE_LEVELS, cmm_gaussians
-from crowdlearn.simulate.features import (
-    DEFAULT_GROUPS,
-    allocate_groups,
-    crowd_on_features,
-    make_imbalanced,
-)
-from crowdlearn.simulate.large import write_synthetic_parquet
-from crowdlearn.simulate.peerannot import (
-    discrete_difficulty,
-    hammer_spammer,
-    independent_confusion,
-    student_teacher,
-)
+from crowdlearn._lazy import attach
 
-#: Command-line name of each simulator that needs no data set.
-STRATEGIES: dict[str, Callable[..., object]] = {
-    "independent-confusion": independent_confusion,
-    "hammer-spammer": hammer_spammer,
-    "student-teacher": student_teacher,
-    "discrete-difficulty": discrete_difficulty,
-    "cmm-gaussians": cmm_gaussians,
-}
+if TYPE_CHECKING:
+    from crowdlearn.simulate._groups import GROUP_DEFAULTS
+    from crowdlearn.simulate._result import SimulationInfo
+    from crowdlearn.simulate.cmm import DEFAULT_NOISE_LEVELS, cmm_gaussians
+    from crowdlearn.simulate.features import (
+        DEFAULT_GROUPS,
+        allocate_groups,
+        crowd_on_features,
+        make_imbalanced,
+    )
+    from crowdlearn.simulate.large import write_synthetic_parquet
+    from crowdlearn.simulate.peerannot import (
+        discrete_difficulty,
+        hammer_spammer,
+        independent_confusion,
+        student_teacher,
+    )
+
+    #: Command-line name of each simulator that needs no data set.
+    STRATEGIES: dict[str, Callable[..., object]]
+
+
+def _strategies() -> dict[str, Callable[..., object]]:
+    """Command-line name of each simulator that needs no data set (``STRATEGIES``)."""
+    from crowdlearn.simulate.cmm import cmm_gaussians
+    from crowdlearn.simulate.peerannot import (
+        discrete_difficulty,
+        hammer_spammer,
+        independent_confusion,
+        student_teacher,
+    )
+
+    return {
+        "independent-confusion": independent_confusion,
+        "hammer-spammer": hammer_spammer,
+        "student-teacher": student_teacher,
+        "discrete-difficulty": discrete_difficulty,
+        "cmm-gaussians": cmm_gaussians,
+    }
+
+
+__getattr__, __dir__ = attach(
+    __name__,
+    {
+        "GROUP_DEFAULTS": "._groups",
+        "SimulationInfo": "._result",
+        "DEFAULT_NOISE_LEVELS": ".cmm",
+        "cmm_gaussians": ".cmm",
+        "DEFAULT_GROUPS": ".features",
+        "allocate_groups": ".features",
+        "crowd_on_features": ".features",
+        "make_imbalanced": ".features",
+        "write_synthetic_parquet": ".large",
+        "discrete_difficulty": ".peerannot",
+        "hammer_spammer": ".peerannot",
+        "independent_confusion": ".peerannot",
+        "student_teacher": ".peerannot",
+    },
+    factories={"STRATEGIES": _strategies},
+)
 
 __all__ = [
     "DEFAULT_GROUPS",

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 from crowdlearn.simulate._assign import assign_workers
 from crowdlearn.simulate._checks import check_int, check_proportions, check_real
@@ -160,6 +159,9 @@ def _group_confusions(
     rng: np.random.Generator,
 ) -> np.ndarray:
     """One confusion matrix per ability level, from perturbed copies of a classifier."""
+    # imported here: the other simulators, and the simulate package, need no scikit-learn
+    from sklearn.linear_model import LogisticRegression
+
     model = LogisticRegression().fit(features, truth)
     weights = np.column_stack([model.coef_, model.intercept_])
     scale = np.sqrt(np.mean(weights**2))
