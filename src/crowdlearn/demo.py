@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -76,15 +77,32 @@ class DemoResult:
         )
 
 
-def simulate_demo_crowd(seed: int = 0) -> tuple[CrowdData, np.ndarray, np.ndarray]:
-    """The demo's crowd on the digits training split, and the test split (X, y codes)."""
+def simulate_demo_crowd(
+    seed: int = 0, return_info: bool = False, **changes: Any
+) -> tuple[Any, ...]:
+    """The demo's crowd on the digits training split, and the test split (X, y codes).
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the split and of the crowd.
+    return_info : bool
+        Return ``(crowd, SimulationInfo)`` (the true confusion matrices, ...) instead
+        of ``(crowd, x_test, y_test)``.
+    **changes
+        Replace entries of :data:`DEMO_CROWD` (``labels_per_task=10``, ...), for
+        controlled variations of the demo's crowd.
+    """
     from crowdlearn.simulate import crowd_on_features
 
     features, digits = load_digits(return_X_y=True)
     x_train, x_test, y_train, y_test = train_test_split(
         features, digits, test_size=0.3, stratify=digits, random_state=seed
     )
-    crowd = crowd_on_features(x_train, y_train, seed=seed, **DEMO_CROWD)
+    params = {**DEMO_CROWD, **changes}
+    crowd, info = crowd_on_features(x_train, y_train, seed=seed, return_info=True, **params)
+    if return_info:
+        return crowd, info
     test_codes = pd.Index(crowd.classes).get_indexer(y_test)
     return crowd, x_test, test_codes
 

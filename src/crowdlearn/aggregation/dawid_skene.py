@@ -61,6 +61,12 @@ class DawidSkene(IterativeAggregator):
     smoothing : float, default 0.0
         Dirichlet pseudo-count added to every confusion-matrix cell in the M-step
         (Laplace smoothing with 1.0). With 0, counts are floored at 1e-10.
+    diagonal_prior : float, default 0.0
+        Further pseudo-count added to the diagonal cells (correct answers) of every
+        worker's confusion counts. With ``smoothing``, a Dirichlet prior on each row
+        of ``pi^(j)``: ``smoothing + diagonal_prior`` on the true class and
+        ``smoothing`` on each other class, i.e. a worker with few labels is believed
+        to be better than chance until the labels say otherwise.
     prior_smoothing : float, default 0.0
         Pseudo-count added to each class when estimating the class prior.
     hard : bool, default False
@@ -68,7 +74,8 @@ class DawidSkene(IterativeAggregator):
         probable class of each task.
     initial_confusion_strategy : {"assign", "add"}, default "assign"
         How ``initial_confusions`` given to :meth:`fit` are used in the first M-step:
-        replace the estimated matrices, or add to the estimated counts.
+        replace the estimated matrices (as given, without ``smoothing`` or
+        ``diagonal_prior``), or add to the estimated counts.
     dtype : {"float64", "float32"}, default "float64"
     chunk_size : int, optional
         Process the annotations in blocks of about this many (a task is never split):
@@ -115,6 +122,7 @@ class DawidSkene(IterativeAggregator):
         tol: float = 1e-5,
         init: Init = "naive_soft",
         smoothing: float = 0.0,
+        diagonal_prior: float = 0.0,
         prior_smoothing: float = 0.0,
         hard: bool = False,
         initial_confusion_strategy: Literal["assign", "add"] = "assign",
@@ -128,6 +136,7 @@ class DawidSkene(IterativeAggregator):
         self.tol = tol
         self.init = init
         self.smoothing = smoothing
+        self.diagonal_prior = diagonal_prior
         self.prior_smoothing = prior_smoothing
         self.hard = hard
         self.initial_confusion_strategy = initial_confusion_strategy
@@ -160,6 +169,9 @@ class DawidSkene(IterativeAggregator):
     ) -> None:
         if self.init not in ("naive_soft", "majority_vote"):
             raise ValueError(f"init must be 'naive_soft' or 'majority_vote', got {self.init!r}")
+        for name in ("smoothing", "diagonal_prior", "prior_smoothing"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be non-negative, got {getattr(self, name)}")
         if self.initial_confusion_strategy not in ("assign", "add"):
             raise ValueError(
                 "initial_confusion_strategy must be 'assign' or 'add', got "
@@ -201,11 +213,14 @@ class DawidSkene(IterativeAggregator):
         k = counts.shape[1]
         counts = counts.reshape(n_workers, k, k).transpose(0, 2, 1)
         initial, self._initial = self._initial, None  # used by the first M-step only
+        pseudo = self.smoothing + self.diagonal_prior * np.eye(k)
         if initial is not None and self.initial_confusion_strategy == "assign":
-            counts = initial
+            # The user's matrices are used as given: pseudo-counts would swamp
+            # probabilities that sum to one.
+            counts, pseudo = initial, 0.0
         elif initial is not None:
             counts = counts + initial
-        self.confusions_ = normalise_rows(counts + self.smoothing).astype(self._dtype)
+        self.confusions_ = normalise_rows(counts + pseudo).astype(self._dtype)
         self.priors_ = normalise_rows(totals + self.prior_smoothing).astype(self._dtype)
 
     def _e_step(self, data: CrowdData) -> float:
