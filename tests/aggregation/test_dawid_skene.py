@@ -261,3 +261,21 @@ def test_agreement_with_crowdkit_glad():
     )
     assert agreement >= 0.99, f"GLAD: agreement {agreement}, largest posterior gap {gap}"
     assert gap < 0.05
+
+
+# ------------------------------------------------------------ the default prior (regression)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_default_ds_beats_majority_vote_on_a_sparse_crowd_like_the_demo(seed):
+    # The demo's crowd: 60 workers, ~2.5 labels per image, most workers with fewer
+    # labels than the 100 cells of their confusion matrix. Without a prior EM fell
+    # below majority vote there (bench aggregation-defaults); the default must not.
+    from crowdlearn.demo import simulate_demo_crowd
+
+    crowd, _, _ = simulate_demo_crowd(seed)
+    mv = acc_train(crowd, MajorityVote(random_state=seed).fit(crowd).probas_)
+    default = acc_train(crowd, DawidSkene(random_state=seed).fit(crowd).probas_)
+    no_prior = acc_train(crowd, DawidSkene(random_state=seed, **NO_PRIOR).fit(crowd).probas_)
+    assert default > mv
+    assert default > no_prior
