@@ -97,13 +97,13 @@ CANDIDATES: tuple[Candidate, ...] = (
 )
 
 
-def _crowdkit_ds(seed: int) -> Any:
-    """crowd-kit's DawidSkene with its defaults, or None when crowd-kit is absent."""
+def _crowdkit_ds(_seed: int) -> Any:
+    """crowd-kit's DawidSkene with its defaults (it has no randomness, so the seed is
+    unused), or None when crowd-kit is absent."""
     try:
         from crowdkit.aggregation import DawidSkene as CrowdKitDS
     except ImportError:
         return None
-    del seed  # crowd-kit's DS has no randomness
     return CrowdKitDS(n_iter=100)
 
 
@@ -112,7 +112,6 @@ def _crowdkit_probas(model: Any, data: CrowdData) -> np.ndarray:
     return frame.reindex(index=data.task_ids, columns=data.classes).fillna(0.0).to_numpy()
 
 
-#: The methods of the main table: column name -> (estimator factory taking the seed).
 def methods() -> dict[str, Callable[[int], Any]]:
     """Column name -> factory of the estimator (given the seed) for the main table."""
     table: dict[str, Callable[[int], Any]] = {
