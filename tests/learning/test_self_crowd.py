@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from crowdlearn.data import CrowdDataError
 from crowdlearn.learning import SelfCrowd
 from crowdlearn.learning.self_crowd import class_quotas, select_pseudo
-from crowdlearn.metrics import imbalance_ratio
+from crowdlearn.metrics import self_crowd_r
 from crowdlearn.simulate import crowd_on_features
 
 
@@ -51,8 +51,8 @@ def test_quota_invariants(counts, n_select):
 
 def test_imbalance_ratio_hand_case():
     # counts (5, 3, 0, 2): (5 - 0) / 10
-    assert imbalance_ratio([0] * 5 + [1] * 3 + [3] * 2, n_classes=4) == 0.5
-    assert imbalance_ratio([0, 1, 2, 0, 1, 2], n_classes=3) == 0.0
+    assert self_crowd_r([0] * 5 + [1] * 3 + [3] * 2, n_classes=4) == 0.5
+    assert self_crowd_r([0, 1, 2, 0, 1, 2], n_classes=3) == 0.0
 
 
 def test_balanced_selection_takes_the_most_confident_of_each_class():
@@ -112,9 +112,9 @@ def test_rounds_never_pick_an_observed_or_repeated_pair(imbalanced, selection):
             expected = class_quotas(row.n_candidates_per_class, 150).tolist()
             assert row.n_selected_per_class == expected
         so_far = pseudo[pseudo["round"] <= row.round]["label"]
-        assert row.R_selected == pytest.approx(imbalance_ratio(so_far, crowd.n_classes))
+        assert row.R_selected == pytest.approx(self_crowd_r(so_far, crowd.n_classes))
         combined = np.concatenate([crowd.label, so_far])
-        assert row.R_combined == pytest.approx(imbalance_ratio(combined, crowd.n_classes))
+        assert row.R_combined == pytest.approx(self_crowd_r(combined, crowd.n_classes))
     assert np.isnan(history["R_selected"].iloc[0])
     assert history["R_combined"].iloc[0] == pytest.approx(model.R_observed_)
 

@@ -23,7 +23,9 @@ from crowdlearn.metrics import (
     label_certainty,
     macro_f1,
     negative_log_likelihood,
+    self_crowd_r,
 )
+from crowdlearn.simulate import make_imbalanced
 
 
 def test_accuracy_ignores_unknown_truth_and_takes_argmax_of_probabilities():
@@ -69,19 +71,42 @@ def test_negative_log_likelihood():
     )
 
 
-def test_imbalance_ratio_of_the_self_crowd_paper():
-    assert imbalance_ratio([0, 0, 0, 1], n_classes=2) == pytest.approx(0.5)
-    assert imbalance_ratio([0, 1, 2, 0, 1, 2]) == 0.0
-    assert imbalance_ratio([0, 0, 1, -1], n_classes=3) == pytest.approx(2 / 3)  # class 2 empty
+def test_self_crowd_r_of_the_self_crowd_paper():
+    assert self_crowd_r([0, 0, 0, 1], n_classes=2) == pytest.approx(0.5)
+    assert self_crowd_r([0, 1, 2, 0, 1, 2]) == 0.0
+    assert self_crowd_r([0, 0, 1, -1], n_classes=3) == pytest.approx(2 / 3)  # class 2 empty
     data = CrowdData.from_arrays([0, 1, 2], [0, 0, 0], ["a", "a", "b"])
-    assert imbalance_ratio(data) == pytest.approx(1 / 3)
+    assert self_crowd_r(data) == pytest.approx(1 / 3)
 
 
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.integers(0, 4), min_size=1, max_size=50))
-def test_imbalance_ratio_lies_in_unit_interval(labels):
-    value = imbalance_ratio(labels, n_classes=5)
+def test_self_crowd_r_lies_in_unit_interval(labels):
+    value = self_crowd_r(labels, n_classes=5)
     assert 0.0 <= value <= 1.0
+
+
+def test_imbalance_ratio_is_largest_over_smallest_class():
+    assert imbalance_ratio([0, 0, 0, 1], n_classes=2) == 3.0
+    assert imbalance_ratio([0, 1, 2, 0, 1, 2]) == 1.0
+    assert imbalance_ratio([0, 0, 1, -1], n_classes=2) == 2.0  # -1 (unknown) ignored
+    assert imbalance_ratio([0, 0, 1], n_classes=3) == np.inf  # class 2 has no label
+    data = CrowdData.from_arrays([0, 1, 2, 3], [0, 0, 0, 0], ["a", "a", "a", "b"])
+    assert imbalance_ratio(data) == 3.0
+    with pytest.raises(ValueError, match="at least one label"):
+        imbalance_ratio([-1, -1])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(1.0, 20.0), st.integers(0, 1000))
+def test_imbalance_ratio_measures_what_make_imbalanced_makes(ratio, seed):
+    # One meaning everywhere: the ratio the simulator is asked for is the ratio measured
+    # (up to the rounding of class sizes).
+    y = np.repeat(np.arange(4), 200)
+    _, y_sub, _ = make_imbalanced(np.zeros((len(y), 1)), y, ratio, seed=seed)
+    sizes = np.bincount(y_sub)
+    assert imbalance_ratio(y_sub) == sizes.max() / sizes.min()
+    assert imbalance_ratio(y_sub) == pytest.approx(ratio, rel=0.05)
 
 
 def _stochastic(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:

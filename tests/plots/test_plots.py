@@ -77,6 +77,14 @@ def test_scores_plots_report_spearman():
     assert [ax.get_title() for ax in dist.axes] == ["a", "b", "c"]
 
 
+def test_score_distributions_of_scores_equal_up_to_rounding():
+    # A worker score constant up to float rounding made numpy refuse 30 bins.
+    scores = pd.DataFrame({"flat": 0.9 + np.arange(10) * 2e-16, "nan": np.nan})
+    figure = plots.score_distributions(scores)
+    assert len(figure.axes[0].patches) == 1
+    assert figure.axes[0].patches[0].get_height() == 10
+
+
 def test_learning_curves_from_history():
     history = pd.DataFrame(
         {"epoch": [1, 2, 3], "train_loss": [1.0, 0.5, 0.3], "valid_accuracy": [0.5, 0.6, 0.7]}

@@ -9,6 +9,7 @@ smoke tests.
 
 # Importing a benchmark module registers it.
 from crowdlearn.bench import (  # noqa: F401
+    aggregation_defaults,
     aggregation_speed,
     cmm_scaling,
     crowding_bench,

@@ -20,13 +20,15 @@ class BenchResult:
     """What a benchmark produced: raw rows, the markdown table to publish, notes
     (targets, caveats) printed under the table, and matplotlib figures saved as
     ``NAME-<key>.png``. ``extra_tables`` are further markdown tables, each under its
-    title, after the main one."""
+    title, after the main one. ``summary``, when set, is printed right under the main
+    table (a sentence that reads it)."""
 
     raw: pd.DataFrame
     table: pd.DataFrame
     notes: list[str] = field(default_factory=list)
     figures: dict[str, Any] = field(default_factory=dict)
     extra_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    summary: str = ""
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,7 @@ def run(
         "",
         markdown_table(result.table),
         "",
+        *([result.summary, ""] if result.summary else []),
         *[
             line
             for title, extra in result.extra_tables.items()

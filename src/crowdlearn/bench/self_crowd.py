@@ -7,9 +7,10 @@ features; 500 validation and 1188 test images with ground truth only).
 * **rounds** (Fig. 3): Self-Crowd with each selection rule (``balanced`` = Self-Crowd,
   ``confidence`` = Self-Crowd_c, ``random`` = Self-Crowd_r) for :data:`N_ROUNDS` rounds
   of ``M`` = :data:`M_PER_ROUND` pseudo-annotations; per round, test accuracy of that
-  round's classifier (a), the imbalance ratio R (eq. 6) of the pseudo-annotations
-  selected so far (b) and of the observed + selected annotations (c), with the R of the
-  observed annotations and of the ground truth as reference lines.
+  round's classifier (a), Self-Crowd's class-imbalance measure R (eq. 6,
+  :func:`~crowdlearn.metrics.self_crowd_r`) of the pseudo-annotations selected so far
+  (b) and of the observed + selected annotations (c), with the R of the observed
+  annotations and of the ground truth as reference lines.
 * **sparsity** (Fig. 4): remove a fraction p in {0, 0.1, ..., 0.9} of the observed
   annotations uniformly at random (``CrowdData.subsample(1 - p, keep_one_per_task=
   False)``), then :data:`SPARSITY_ROUNDS` rounds; test accuracy of the Crowd Layer
@@ -46,7 +47,7 @@ from crowdlearn._progress import progress_bar
 from crowdlearn.bench._learning import SEED_STRIDE, bench_threads, torch_threads
 from crowdlearn.bench._registry import BenchResult, register
 from crowdlearn.learning import SelfCrowd
-from crowdlearn.metrics import imbalance_ratio
+from crowdlearn.metrics import self_crowd_r
 
 NAME = "self-crowd"
 RULES = ("balanced", "confidence", "random")
@@ -293,8 +294,8 @@ def bench_self_crowd(out: Path, quick: bool, seeds: int) -> BenchResult:
                 rows.append(row)
     raw = pd.DataFrame(rows)
     wall = time.perf_counter() - start
-    r_observed = imbalance_ratio(train.label, train.n_classes)
-    r_truth = imbalance_ratio(train.truth, train.n_classes)
+    r_observed = self_crowd_r(train.label, train.n_classes)
+    r_truth = self_crowd_r(train.truth, train.n_classes)
     per_round, sweep = summary_tables(raw)
     notes = [
         f"data: LabelMe from {datasets.data_root()} ($CROWDLEARN_DATA): {train.n_tasks} "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import click
 
 from crowdlearn.cli._app import cli
@@ -22,3 +24,7 @@ def demo(seed: int, quiet: bool) -> None:
         f"test set: {result.n_test} digits, classes balanced.\n"
     )
     click.echo(result.table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    click.echo("")
+    for note in result.notes:
+        # the explanation is a paragraph: wrap it, keep the aligned list as is
+        click.echo(note if note.startswith("  ") else textwrap.fill(note, width=88))

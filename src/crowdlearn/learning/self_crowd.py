@@ -51,7 +51,7 @@ from crowdlearn.data.inputs import as_inputs
 from crowdlearn.learning._base import TRAINING_PARAMS, _valid_pair, training_inputs
 from crowdlearn.learning._trainer import predict_in_batches, resolve_device
 from crowdlearn.learning.crowd_layer import CrowdLayer, Variant
-from crowdlearn.metrics import imbalance_ratio
+from crowdlearn.metrics import self_crowd_r
 
 Selection = Literal["balanced", "confidence", "random"]
 SELECTIONS = ("balanced", "confidence", "random")
@@ -247,7 +247,7 @@ class SelfCrowd(CrowdLayer):
         rows, histories, round_models = [], [], []
         best: tuple[float, int, dict[str, Any]] | None = None
         previous: CrowdLayer | None = None
-        self.R_observed_ = imbalance_ratio(data.label, data.n_classes)
+        self.R_observed_ = self_crowd_r(data.label, data.n_classes)
         bar = progress_bar(
             range(self.n_rounds + 1), progress=show, desc=type(self).__name__, unit="round"
         )
@@ -293,9 +293,9 @@ class SelfCrowd(CrowdLayer):
                     "n_selected_per_class": chosen_now.tolist(),
                     "n_pseudo": len(selected),
                     "R_selected": (
-                        imbalance_ratio(selected, data.n_classes) if len(selected) else np.nan
+                        self_crowd_r(selected, data.n_classes) if len(selected) else np.nan
                     ),
-                    "R_combined": imbalance_ratio(combined.label, data.n_classes),
+                    "R_combined": self_crowd_r(combined.label, data.n_classes),
                     "train_loss": float(model.history_["train_loss"].iloc[-1])
                     if len(model.history_)
                     else np.nan,

@@ -1,9 +1,10 @@
 """Evaluation metrics shared by every engine.
 
 Classification quality (accuracy, macro-F1, calibration, likelihood), the quality of
-aggregated training labels (AccTrain), the class-imbalance ratio R of the Self-Crowd
-paper, Jensen-Shannon divergences between confusion matrices (the CMM paper's I-JS
-and G-JS), and ICED's label certainty score.
+aggregated training labels (AccTrain), class imbalance (the imbalance ratio, largest
+over smallest class count, and the Self-Crowd paper's R), Jensen-Shannon divergences
+between confusion matrices (the CMM paper's I-JS and G-JS), and ICED's label
+certainty score.
 
 Labels are class *codes* (``0..K-1``) as used throughout crowdlearn; ``-1`` in a
 truth array marks an unknown truth and such entries are left out. The names are
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
         individual_js,
         js_divergence,
         label_certainty,
+        self_crowd_r,
     )
 
 _CLASSIFICATION = [
@@ -51,6 +53,7 @@ _CROWD = [
     "individual_js",
     "js_divergence",
     "label_certainty",
+    "self_crowd_r",
 ]
 
 __getattr__, __dir__ = attach(
@@ -75,4 +78,5 @@ __all__ = [
     "label_certainty",
     "macro_f1",
     "negative_log_likelihood",
+    "self_crowd_r",
 ]

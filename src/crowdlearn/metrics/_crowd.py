@@ -12,11 +12,13 @@ from crowdlearn.data import CrowdData
 
 
 def imbalance_ratio(labels: Any, n_classes: int | None = None) -> float:
-    """Class-imbalance ratio R = (N_max - N_min) / N (Self-Crowd paper, eq. 6).
+    """Class-imbalance ratio: the count of the most frequent class over the count of the
+    least frequent one, ``N_max / N_min``.
 
-    ``N_max`` and ``N_min`` are the counts of the most and least frequent class among
-    ``N`` labels; R is 0 for perfectly balanced labels and approaches 1 when one class
-    takes everything. A class with no label counts as ``N_min = 0``.
+    The usual meaning, and the one of ``crowdlearn simulate --imbalance-ratio`` and
+    :func:`crowdlearn.simulate.make_imbalanced`: 1 for balanced labels, 10 when the
+    largest class is ten times the smallest. A class with no label makes it infinite.
+    Self-Crowd's R, a different quantity, is :func:`self_crowd_r`.
 
     Parameters
     ----------
@@ -26,24 +28,69 @@ def imbalance_ratio(labels: Any, n_classes: int | None = None) -> float:
     n_classes : int, optional
         Number of classes; default one more than the largest label.
 
+    Returns
+    -------
+    float
+        ``N_max / N_min`` (``inf`` when some class has no label).
+
     Examples
     --------
     >>> imbalance_ratio([0, 0, 0, 1], n_classes=2)
-    0.5
+    3.0
     >>> imbalance_ratio([0, 1, 2], n_classes=4)
+    inf
+    """
+    counts = _class_counts(labels, n_classes, "the imbalance ratio")
+    if counts.min() == 0:
+        return float("inf")
+    return float(counts.max() / counts.min())
+
+
+def self_crowd_r(labels: Any, n_classes: int | None = None) -> float:
+    """Self-Crowd's class-imbalance measure R = (N_max - N_min) / N (Self-Crowd paper,
+    eq. 6).
+
+    ``N_max`` and ``N_min`` are the counts of the most and least frequent class among
+    ``N`` labels; R is 0 for perfectly balanced labels and approaches 1 when one class
+    takes everything. A class with no label counts as ``N_min = 0``. Not to be
+    confused with :func:`imbalance_ratio` (``N_max / N_min``).
+
+    Parameters
+    ----------
+    labels : array of int or CrowdData
+        Class codes (entries ``< 0`` are ignored, so a truth array can be passed as
+        is); a CrowdData gives its annotations' labels and its number of classes.
+    n_classes : int, optional
+        Number of classes; default one more than the largest label.
+
+    Returns
+    -------
+    float
+        R, in [0, 1].
+
+    Examples
+    --------
+    >>> self_crowd_r([0, 0, 0, 1], n_classes=2)
+    0.5
+    >>> self_crowd_r([0, 1, 2], n_classes=4)
     0.3333333333333333
     """
+    counts = _class_counts(labels, n_classes, "Self-Crowd's R")
+    return float((counts.max() - counts.min()) / counts.sum())
+
+
+def _class_counts(labels: Any, n_classes: int | None, what: str) -> np.ndarray:
+    """Label count per class (codes < 0 ignored); a CrowdData gives its annotations."""
     if isinstance(labels, CrowdData):
         n_classes = labels.n_classes if n_classes is None else n_classes
         labels = labels.label
     codes = np.asarray(labels)
     codes = codes[codes >= 0].astype(np.int64)
     if len(codes) == 0:
-        raise ValueError("the imbalance ratio needs at least one label")
+        raise ValueError(f"{what} needs at least one label")
     if n_classes is None:
         n_classes = int(codes.max()) + 1
-    counts = np.bincount(codes, minlength=n_classes)
-    return float((counts.max() - counts.min()) / counts.sum())
+    return np.bincount(codes, minlength=n_classes)
 
 
 def js_divergence(p: Any, q: Any, base: float = 2.0) -> np.ndarray | float:

@@ -204,7 +204,13 @@ def score_distributions(scores: pd.DataFrame, bins: int = 30) -> Figure:
     for i, name in enumerate(columns):
         ax = figure.add_subplot(nrows, ncols, i + 1)
         values = pd.to_numeric(scores[name], errors="coerce").to_numpy(dtype=np.float64)
-        ax.hist(values[np.isfinite(values)], bins=bins, color="#8172B2", edgecolor="white")
+        values = values[np.isfinite(values)]
+        # Scores equal up to rounding (a range narrower than the float spacing) make
+        # numpy refuse several bins: one bin is the honest histogram then.
+        spread = float(np.ptp(values)) if len(values) else 0.0
+        scale = float(np.abs(values).max()) if len(values) else 0.0
+        n_bins = bins if spread > 1e-9 * max(1.0, scale) else 1
+        ax.hist(values, bins=n_bins, color="#8172B2", edgecolor="white")
         ax.set_title(str(name), fontsize=10)
     figure.tight_layout()
     return figure

@@ -102,7 +102,7 @@ def _fit_strategies(
 
 
 def _summary(data: CrowdData, use_truth: bool, alpha: float) -> pd.DataFrame:
-    from crowdlearn.metrics import imbalance_ratio
+    from crowdlearn.metrics import imbalance_ratio, self_crowd_r
 
     cells = data.n_tasks * max(data.n_workers, 1)
     rows: list[tuple[str, Any]] = [
@@ -117,13 +117,20 @@ def _summary(data: CrowdData, use_truth: bool, alpha: float) -> pd.DataFrame:
         ("labels per task (mean)", data.n_annotations / max(data.n_tasks, 1)),
         ("labels per worker (mean)", data.n_annotations / max(data.n_workers, 1)),
         ("sparsity (share of empty task x worker cells)", 1.0 - data.n_annotations / cells),
-        ("imbalance ratio R of the annotations", imbalance_ratio(data)),
+        ("imbalance ratio of the annotations (largest / smallest class)", imbalance_ratio(data)),
+        ("Self-Crowd R of the annotations", self_crowd_r(data)),
         ("Krippendorff's alpha (nominal)", alpha),
     ]
     if use_truth:
         known = data.truth[data.truth >= 0]
         rows.append(("tasks with known truth", len(known)))
-        rows.append(("imbalance ratio R of the truth", imbalance_ratio(known, data.n_classes)))
+        rows.append(
+            (
+                "imbalance ratio of the truth (largest / smallest class)",
+                imbalance_ratio(known, data.n_classes),
+            )
+        )
+        rows.append(("Self-Crowd R of the truth", self_crowd_r(known, data.n_classes)))
     return pd.DataFrame({"statistic": [r[0] for r in rows], "value": [_plain(r[1]) for r in rows]})
 
 
