@@ -194,6 +194,14 @@ def fresh_environment(tmp: Path) -> dict[str, str]:
 
         env["MPLCONFIGDIR"] = matplotlib.get_cachedir()
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    # the commands run in another directory: a relative PYTHONPATH (PYTHONPATH=src) would
+    # miss, and an installed crowdlearn (editable, of another checkout) would answer
+    # instead of the code under test; so its source folder comes first, entries absolute
+    import crowdlearn
+
+    paths = [str(Path(crowdlearn.__file__).resolve().parents[1])]
+    paths += [str(Path(p).resolve()) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     return env
 
 
@@ -393,3 +401,19 @@ def test_exports_persist_and_placeholders_are_replaced(tmp_path: Path) -> None:
     )
     run_shell(Block("d", 0, 1, "bash", code), run)
     assert run.env["CROWDLEARN_DATA"] == str(SHARED_DATASETS)
+
+
+def test_commands_run_the_code_under_test(tmp_path: Path) -> None:
+    """``crowdlearn`` in a document's folder imports the package this test imports."""
+    import crowdlearn
+
+    run = DocumentRun(cwd=tmp_path, env=fresh_environment(tmp_path))
+    result = subprocess.run(
+        ["bash", "-c", 'python -c "import crowdlearn; print(crowdlearn.__file__)"'],
+        cwd=run.cwd,
+        env=run.env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert Path(result.stdout.strip()).resolve() == Path(crowdlearn.__file__).resolve()
