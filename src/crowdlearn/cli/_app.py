@@ -138,11 +138,33 @@ def debugging(ctx: click.Context | None = None) -> bool:
 class CrowdGroup(click.Group):
     """A click group whose commands fail with one line on stderr (see the module doc)."""
 
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        """Run the group; click's own usage errors become one line too.
+
+        Click prints a usage error as three lines (usage, hint, error); the contract
+        is one line, so it runs click non-standalone and prints the error itself,
+        pointing at ``--help`` for the usage.
+        """
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            status = super().main(*args, standalone_mode=False, **kwargs)
+        except click.ClickException as error:
+            message = error.format_message()
+            if isinstance(error, click.UsageError) and error.ctx is not None:
+                message += f" (see '{error.ctx.command_path} --help')"
+            click.echo(PREFIX + _one_line(message), err=True)
+            sys.exit(error.exit_code)
+        except click.exceptions.Abort:  # Ctrl-C while click parsed the command line
+            click.echo(PREFIX + "interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        sys.exit(status if isinstance(status, int) else 0)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
-            raise  # click's own: usage errors print their usage line and exit 2
+            raise  # click's own, handled by main()
         except SystemExit:
             raise
         except BaseException as error:

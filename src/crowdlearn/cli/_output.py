@@ -92,13 +92,15 @@ class Outputs:
     overwrite : bool
         The command's ``--overwrite`` flag: replace existing targets as a whole.
 
-    Examples
-    --------
-    >>> outputs = Outputs(overwrite=False)          # doctest: +SKIP
-    >>> out = outputs.folder("results")             # refused now if it exists
-    >>> ...                                          # read, fit (nothing written yet)
-    >>> with outputs:                                # doctest: +SKIP
-    ...     (out.staged / "labels.csv").write_text("...")
+    Notes
+    -----
+    A command declares its targets first, then computes, then writes::
+
+        outputs = Outputs(overwrite)
+        out = outputs.folder(output)        # refused now if it exists
+        ...                                 # read, fit: nothing written yet
+        with outputs:                       # all targets renamed into place at the end
+            write_labels(out.staged / "labels.csv")
     """
 
     def __init__(self, overwrite: bool = False) -> None:
@@ -162,7 +164,7 @@ class Outputs:
             raise OutputError(
                 target.name, NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
             )
-        if not os.access(ancestor, os.W_OK | os.X_OK):
+        if not _writable(ancestor):
             code = errno.EROFS if _read_only(ancestor) else errno.EACCES
             raise OutputError(target.name, OSError(code, os.strerror(code)))
 
@@ -193,11 +195,12 @@ class Outputs:
         traceback: TracebackType | None,
     ) -> None:
         if exc is not None:
-            self._discard()
+            written = None
             if isinstance(exc, OSError) and not isinstance(exc, OutputError):
-                written = self._target_of(exc)
-                if written is not None:
-                    raise OutputError(written.name, exc) from exc
+                written = self._target_of(exc)  # before the staging places are deleted
+            self._discard()
+            if written is not None:
+                raise OutputError(written.name, exc) from exc
             return
         try:
             self._commit()
@@ -303,6 +306,10 @@ def _inside(path: Path, folder: Path) -> bool:
 
 def _same_place(a: Path, b: Path) -> bool:
     return os.path.normpath(a.absolute()) == os.path.normpath(b.absolute())
+
+
+def _writable(folder: Path) -> bool:
+    return os.access(folder, os.W_OK | os.X_OK)
 
 
 def _read_only(path: Path) -> bool:

@@ -169,7 +169,10 @@ def identify(
     out = outputs.folder(output)
     pruned_target = None
     if prune_fractions and pruned_output is not None:
-        pruned_format = detect_format(pruned_output)  # refuse an unknown ending now
+        try:
+            pruned_format = detect_format(pruned_output)  # refuse an unknown ending now
+        except CrowdDataError as error:
+            raise CrowdDataError(f"--pruned-output {error}") from None
         if _inside(Path(pruned_output), Path(output)):
             pruned_target = Path(pruned_output).absolute().relative_to(Path(output).absolute())
         elif pruned_format == "peerannot":
