@@ -763,5 +763,24 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
+BEGIN, END = "<!-- cli-catalogue:begin -->", "<!-- cli-catalogue:end -->"
+
+
+def with_table(document: str) -> str:
+    """``document`` with the text between the catalogue markers replaced by the table."""
+    head, rest = document.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{BEGIN}\n{markdown_table()}\n{END}{tail}"
+
+
 if __name__ == "__main__":
-    print(markdown_table())
+    # python tests/reliability/cli_cases.py [docs/reliability.md]: print the table, or
+    # rewrite it in the given document.
+    import sys
+    from pathlib import Path
+
+    if len(sys.argv) > 1:
+        path = Path(sys.argv[1])
+        path.write_text(with_table(path.read_text()))
+    else:
+        print(markdown_table())
