@@ -124,8 +124,22 @@ def describe(error: BaseException, command: str | None = None) -> tuple[str, int
 def fail(error: BaseException, command: str | None = None) -> NoReturn:
     """Print ``error`` as one ``crowdlearn: error:`` line and exit with its status."""
     message, status = describe(error, command)
+    _close_progress_bars()
     click.echo(PREFIX + _one_line(message), err=True)
     sys.exit(status)
+
+
+def _close_progress_bars() -> None:
+    """End the progress bars an interrupted command left open, so the error line starts
+    on a line of its own (not after a half-drawn bar)."""
+    tqdm_module = sys.modules.get("tqdm")  # only if a command used one: never import it
+    if tqdm_module is None:
+        return
+    for bar in list(getattr(tqdm_module.tqdm, "_instances", ())):
+        try:
+            bar.close()
+        except Exception:  # a broken bar must not hide the error
+            pass
 
 
 def debugging(ctx: click.Context | None = None) -> bool:
