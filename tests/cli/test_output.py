@@ -249,3 +249,28 @@ def test_outputs_are_all_or_nothing(tmp_path_factory, existing, kind, overwrite,
     else:
         assert target.read_text() == "new"
     assert listing(root) == ["out"]
+
+
+def test_main_turns_ctrl_c_anywhere_into_one_line(monkeypatch, capsys):
+    import crowdlearn.cli as cli_package
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.delenv("CROWDLEARN_DEBUG", raising=False)
+    monkeypatch.setattr(cli_package, "cli", interrupted)
+    with pytest.raises(SystemExit) as caught:
+        cli_package.main()
+    assert caught.value.code == 130
+    assert capsys.readouterr().err == "crowdlearn: error: interrupted\n"
+
+
+def test_memory_error_and_bug_lines():
+    from crowdlearn.cli._app import describe
+
+    assert describe(MemoryError(), "aggregate") == (
+        "not enough memory to run 'aggregate'",
+        2,
+    )
+    message, status = describe(RuntimeError("boom"), "aggregate")
+    assert (message, status) == ("internal error, please report: RuntimeError: boom", 70)
