@@ -274,3 +274,15 @@ def test_memory_error_and_bug_lines():
     )
     message, status = describe(RuntimeError("boom"), "aggregate")
     assert (message, status) == ("internal error, please report: RuntimeError: boom", 70)
+
+
+def test_a_closed_pipe_gives_no_error_line(monkeypatch):
+    """`crowdlearn datasets list | head -1`: the reader left; no error line, exit 1."""
+    import crowdlearn.datasets as registry
+
+    def info(name):
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    monkeypatch.setattr(registry, "info", info)
+    result = invoke("datasets", "info", "labelme")
+    assert result.exit_code == 1 and result.stderr == ""

@@ -11,6 +11,7 @@ OSError while writing an output                 ``cannot write PATH: reason``   
 other OSError                                   ``PATH: reason``                    2
 MemoryError                                     ``not enough memory to ...``        2
 KeyboardInterrupt (Ctrl-C), also at start-up    ``interrupted``                     130
+BrokenPipeError (``crowdlearn ... | head``)      no line (as click does)             1
 anything else (a bug)                           ``internal error, please report``   70
 ==============================================  ==================================  ====
 
@@ -142,6 +143,16 @@ def _close_progress_bars() -> None:
             pass
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush cannot fail again
+    (the recipe of Python's signal docs for SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # a stream without a file descriptor (tests)
+        pass
+
+
 def debugging(ctx: click.Context | None = None) -> bool:
     """Whether ``--debug`` or ``CROWDLEARN_DEBUG`` asks for tracebacks."""
     if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
@@ -184,6 +195,10 @@ class CrowdGroup(click.Group):
         except BaseException as error:
             if debugging(ctx):
                 raise
+            if isinstance(error, BrokenPipeError):
+                # `crowdlearn ... | head`: the reader left; no error line (as click does).
+                _silence_stdout()
+                sys.exit(1)
             fail(error, ctx.invoked_subcommand)
 
 
