@@ -286,3 +286,24 @@ def test_a_closed_pipe_gives_no_error_line(monkeypatch):
     monkeypatch.setattr(registry, "info", info)
     result = invoke("datasets", "info", "labelme")
     assert result.exit_code == 1 and result.stderr == ""
+
+
+def test_the_error_line_starts_after_an_open_progress_bar(capsys):
+    """Ctrl-C while a bar is drawn (even one that cannot close): the line stands alone."""
+    from tqdm.auto import tqdm
+
+    from crowdlearn.cli._app import fail
+
+    class Unclosable(tqdm):
+        def close(self):
+            if not getattr(self, "tried", False):  # fails once, like a half-built bar
+                self.tried = True
+                raise AttributeError("interrupted while being built")
+            super().close()
+
+    bars = [tqdm(range(3), desc="fit", leave=False), Unclosable(range(3), desc="fit")]
+    with pytest.raises(SystemExit):
+        fail(KeyboardInterrupt())
+    err = capsys.readouterr().err
+    assert err.endswith("\ncrowdlearn: error: interrupted\n")
+    del bars

@@ -304,6 +304,11 @@ CASES: list[Case] = [
         target=("fifo", "fifo"),
     ),
     Case(
+        "aggregate-into-current-folder",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", ".", OVER],
+        "the current folder",
+    ),
+    Case(
         "aggregate-through-a-file",
         ["aggregate", "crowd.csv", "-s", "mv", "-o", "crowd.csv/out"],
         "cannot write crowd.csv/out: Not a directory",

@@ -136,11 +136,14 @@ def _close_progress_bars() -> None:
     tqdm_module = sys.modules.get("tqdm")  # only if a command used one: never import it
     if tqdm_module is None:
         return
+    broken = False
     for bar in list(getattr(tqdm_module.tqdm, "_instances", ())):
         try:
             bar.close()
-        except Exception:  # a broken bar must not hide the error
-            pass
+        except Exception:  # a bar interrupted while it was being built cannot close
+            broken = True
+    if broken:
+        click.echo("", err=True)
 
 
 def _silence_stdout() -> None:

@@ -149,6 +149,12 @@ class Outputs:
                 raise ValueError(
                     f"{where}: is a folder, and this output is a file; give a file path"
                 )
+            here = Path.cwd().resolve()
+            if stat.S_ISDIR(mode) and target.path.resolve() in (here, *here.parents):
+                raise ValueError(
+                    f"{where}: the current folder or one holding it cannot be an output "
+                    "(it would be replaced as a whole); give a new folder"
+                )
             empty_folder = stat.S_ISDIR(mode) and not any(os.scandir(target.path))
             if not empty_folder and not self.overwrite:
                 raise ValueError(
