@@ -37,7 +37,19 @@ def test_report_writes_html_and_shows_a_progress_bar(tmp_path, monkeypatch):
     assert "report:" in result.stderr and "9/9" in result.stderr  # the tqdm bar
     quiet = CliRunner().invoke(
         cli,
-        ["report", str(path), "-s", "mv", "-o", str(out), "--quiet", "--title", "T", "--truth"],
+        [
+            "report",
+            str(path),
+            "-s",
+            "mv",
+            "-o",
+            str(out),
+            "--quiet",
+            "--title",
+            "T",
+            "--truth",
+            "--overwrite",
+        ],
     )
     assert quiet.exit_code == 0 and "9/9" not in quiet.stderr
     text = out.read_text()

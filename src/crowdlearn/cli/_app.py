@@ -1,37 +1,208 @@
-"""The ``crowdlearn`` command group and the error handling every command shares."""
+"""The ``crowdlearn`` command group and the error boundary every command shares.
+
+Every expected failure becomes exactly one line on stderr, ``crowdlearn: error: ...``:
+
+==============================================  ==================================  ====
+exception                                       line                                exit
+==============================================  ==================================  ====
+CrowdDataError, ValueError, TypeError           the message, API advice as flags    2
+FileNotFoundError on an input                   ``no such file or directory: PATH``  2
+OSError while writing an output                 ``cannot write PATH: reason``       2
+other OSError                                   ``PATH: reason``                    2
+MemoryError                                     ``not enough memory to ...``        2
+KeyboardInterrupt (Ctrl-C), also at start-up    ``interrupted``                     130
+BrokenPipeError (``crowdlearn ... | head``)      no line (as click does)             1
+anything else (a bug)                           ``internal error, please report``   70
+==============================================  ==================================  ====
+
+``crowdlearn --debug ...`` or ``CROWDLEARN_DEBUG=1`` re-raises instead, traceback and all.
+TypeError counts as bad input because the library raises it on purpose for arguments
+of the wrong type (it is how the API says "expected a path, got 42").
+
+This module imports only click and the standard library (``crowdlearn --help`` is fast).
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
-#: Exit status for bad input (invalid data, unknown dataset, bad option values),
-#: the same status click uses for usage errors.
+#: Exit status for bad input (invalid data, unknown dataset, bad option values, an
+#: output that may not be written), the same status click uses for usage errors.
 EXIT_BAD_INPUT = 2
-
+#: Exit status for an unexpected exception (a bug): EX_SOFTWARE of sysexits.h.
+EXIT_INTERNAL = 70
+#: Exit status after Ctrl-C: 128 + SIGINT, as shells report it.
+EXIT_INTERRUPTED = 130
 
 #: Set this environment variable to see the traceback instead of the one-line error.
 DEBUG_ENV = "CROWDLEARN_DEBUG"
 
+PREFIX = "crowdlearn: error: "
+
+#: API advice in library messages -> what a CLI user types instead. Each entry is
+#: (pattern, replacement, commands it applies to or None for all). Kept in one table so
+#: a new library message needs one new line here, not a patch in every command.
+CLI_HINTS: list[tuple[str, str, tuple[str, ...] | None]] = [
+    (
+        r"pass duplicates='keep', 'first' or 'last'",
+        "pass --duplicates keep, first or last",
+        None,
+    ),
+    (
+        r"build the data with duplicates='first' or 'last', or use CSV or Parquet",
+        "read it with --duplicates first or last, or write CSV or Parquet",
+        None,
+    ),
+    (
+        r"for anonymous annotations \(no worker column\) pass worker=None",
+        "the file needs the columns task, worker and label",
+        None,
+    ),
+    (
+        r"pass drop_ids=True to write the codes instead",
+        "write CSV or Parquet instead, which keep the ids",
+        None,
+    ),
+    (r"pass format= \(", "pass --from or --to (", ("convert",)),
+    (r"pass format= \(", "pass --format (", ("datasets",)),
+    (r"pass format= \(one of [^)]*\) or use", "rename it to", None),
+    (r"; pass format= \(one of [^)]*\)", "", None),
+    (r"pass root= \(or set", "pass --root (or set", None),
+    (
+        r"pass random_state=0 or tie_break='lowest'",
+        "pass --param random_state=0 or --param tie_break=lowest",
+        None,
+    ),
+    (r"use setting='global'", "pass --param setting=global", None),
+]
+
+
+def cli_message(message: str, command: str | None = None) -> str:
+    """``message`` with the API advice it gives rewritten as CLI flags (see CLI_HINTS)."""
+    for pattern, replacement, commands in CLI_HINTS:
+        if commands is None or command in commands:
+            message = re.sub(pattern, replacement, message)
+    return message
+
+
+def _one_line(text: str) -> str:
+    """Messages may span lines (pandas'); the contract is one line."""
+    return " ".join(text.split())
+
+
+def describe(error: BaseException, command: str | None = None) -> tuple[str, int]:
+    """The one-line message (without the prefix) and the exit status for ``error``."""
+    from crowdlearn.cli._output import OutputError
+
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted", EXIT_INTERRUPTED
+    if isinstance(error, MemoryError):
+        detail = f": {error}" if str(error) else ""
+        where = f"run {command!r}" if command else "run this command"
+        return f"not enough memory to {where}{detail}", EXIT_BAD_INPUT
+    if isinstance(error, OutputError):
+        return f"cannot write {error.target}: {error.strerror}", EXIT_BAD_INPUT
+    if isinstance(error, FileNotFoundError) and error.filename is not None:
+        return f"no such file or directory: {error.filename}", EXIT_BAD_INPUT
+    if isinstance(error, OSError):
+        reason = error.strerror or str(error)
+        if error.filename is not None:
+            return f"{error.filename}: {reason}", EXIT_BAD_INPUT
+        return reason, EXIT_BAD_INPUT
+    if isinstance(error, (ValueError, TypeError)):
+        return cli_message(str(error), command), EXIT_BAD_INPUT
+    return (
+        f"internal error, please report: {type(error).__name__}: {error}",
+        EXIT_INTERNAL,
+    )
+
+
+def fail(error: BaseException, command: str | None = None) -> NoReturn:
+    """Print ``error`` as one ``crowdlearn: error:`` line and exit with its status."""
+    message, status = describe(error, command)
+    _close_progress_bars()
+    click.echo(PREFIX + _one_line(message), err=True)
+    sys.exit(status)
+
+
+def _close_progress_bars() -> None:
+    """End the progress bars an interrupted command left open, so the error line starts
+    on a line of its own (not after a half-drawn bar)."""
+    tqdm_module = sys.modules.get("tqdm")  # only if a command used one: never import it
+    if tqdm_module is None:
+        return
+    broken = False
+    for bar in list(getattr(tqdm_module.tqdm, "_instances", ())):
+        try:
+            bar.close()
+        except Exception:  # a bar interrupted while it was being built cannot close
+            broken = True
+    if broken:
+        click.echo("", err=True)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush cannot fail again
+    (the recipe of Python's signal docs for SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # a stream without a file descriptor (tests)
+        pass
+
+
+def debugging(ctx: click.Context | None = None) -> bool:
+    """Whether ``--debug`` or ``CROWDLEARN_DEBUG`` asks for tracebacks."""
+    if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+        return True
+    return bool(ctx is not None and ctx.params.get("debug"))
+
 
 class CrowdGroup(click.Group):
-    """A click group that turns invalid input into one line on stderr and exit 2.
+    """A click group whose commands fail with one line on stderr (see the module doc)."""
 
-    Invalid data raise :class:`CrowdDataError`; invalid parameter values raise
-    ``ValueError`` (scikit-learn's convention), of which CrowdDataError is a subclass.
-    """
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        """Run the group; click's own usage errors become one line too.
+
+        Click prints a usage error as three lines (usage, hint, error); the contract
+        is one line, so it runs click non-standalone and prints the error itself,
+        pointing at ``--help`` for the usage.
+        """
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            status = super().main(*args, standalone_mode=False, **kwargs)
+        except click.ClickException as error:
+            message = error.format_message()
+            if isinstance(error, click.UsageError) and error.ctx is not None:
+                message += f" (see '{error.ctx.command_path} --help')"
+            click.echo(PREFIX + _one_line(message), err=True)
+            sys.exit(error.exit_code)
+        except click.exceptions.Abort:  # Ctrl-C while click parsed the command line
+            click.echo(PREFIX + "interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        sys.exit(status if isinstance(status, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except ValueError as error:
-            if os.environ.get(DEBUG_ENV):
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise  # click's own, handled by main()
+        except SystemExit:
+            raise
+        except BaseException as error:
+            if debugging(ctx):
                 raise
-            click.echo(f"crowdlearn: error: {error}", err=True)
-            sys.exit(EXIT_BAD_INPUT)
+            if isinstance(error, BrokenPipeError):
+                # `crowdlearn ... | head`: the reader left; no error line (as click does).
+                _silence_stdout()
+                sys.exit(1)
+            fail(error, ctx.invoked_subcommand)
 
 
 #: The environment variable naming the datasets' folder (``crowdlearn.datasets`` reads
@@ -73,13 +244,19 @@ def _use_data_root(ctx: click.Context, data_root: str | None) -> None:
     help=f"Folder of the real datasets (default: ${DATA_ENV}, else the user cache "
     "directory; `crowdlearn datasets path` prints it).",
 )
+@click.option(
+    "--debug",
+    is_flag=True,
+    help="Show the traceback of an error (same as CROWDLEARN_DEBUG=1).",
+)
 @click.pass_context
-def cli(ctx: click.Context, data_root: str | None) -> None:
+def cli(ctx: click.Context, data_root: str | None, debug: bool) -> None:
     """Learning from crowds: aggregate noisy crowd labels and learn from them.
 
     Every command reads and writes the same formats (long CSV/Parquet with columns
     task, worker, label; the peerannot answers.json folder; the -1 answer matrix),
-    keeps the user's task/worker/class ids, and writes its outputs atomically.
+    keeps the user's task/worker/class ids, and writes its outputs all-or-nothing:
+    an existing output is replaced only with --overwrite.
 
     Real datasets (labelme, music, ...): `crowdlearn datasets fetch NAME` downloads one
     into the data root; --data-root DIR or CROWDLEARN_DATA=DIR chooses that folder.

@@ -12,6 +12,7 @@ import click
 from crowdlearn._atomic import atomic_open, atomic_path
 from crowdlearn._lazy import lazy_module
 from crowdlearn.cli._app import cli
+from crowdlearn.cli._output import Outputs, require_input
 from crowdlearn.cli._reading import reading_options
 from crowdlearn.data import CrowdDataError
 
@@ -38,10 +39,16 @@ def _parse_params(pairs: tuple[str, ...]) -> dict[str, str]:
 
 def _read_gold(path: str) -> pd.Series:
     """Gold labels from a CSV with columns task and label (or truth)."""
-    frame = pd.read_csv(path)
+    try:
+        frame = pd.read_csv(path)
+    except (ValueError, UnicodeDecodeError) as error:  # pandas' parser errors name no file
+        raise CrowdDataError(f"--gold {path}: not a readable CSV ({error})") from None
     column = "label" if "label" in frame.columns else "truth"
     if "task" not in frame.columns or column not in frame.columns:
-        raise CrowdDataError(f"{path}: the gold file needs columns task and label")
+        raise CrowdDataError(
+            f"--gold {path}: the gold file needs columns task and label, "
+            f"it has {', '.join(map(str, frame.columns))}"
+        )
     return frame.set_index("task")[column]
 
 
@@ -139,6 +146,7 @@ def aggregation_outputs(model: Any, data: CrowdData) -> dict[str, Any]:
     help="What to do with repeated (task, worker) pairs.",
 )
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output folder (as a whole).")
 @click.option("--list", "list_", is_flag=True, help="List the strategies and exit.")
 @click.option(
     "--engine",
@@ -171,6 +179,7 @@ def aggregate(
     gold: str | None,
     duplicates: str,
     quiet: bool,
+    overwrite: bool,
     list_: bool,
     engine: str,
     scheduler: str | None,
@@ -194,6 +203,8 @@ def aggregate(
     if data is None or strategy is None or output is None:
         raise click.UsageError("DATA, --strategy and --output are required (or use --list)")
     model = make_aggregator(strategy, **_parse_params(params))
+    require_input(data)
+    outputs = Outputs(overwrite)
     if engine == "dask":
         if gold is not None:
             raise CrowdDataError("--gold is not supported with --engine dask")
@@ -201,7 +212,8 @@ def aggregate(
             data,
             strategy,
             model,
-            Path(output),
+            outputs,
+            output,
             quiet,
             scheduler,
             local_workers,
@@ -211,35 +223,33 @@ def aggregate(
         return
     if "progress" in model.get_params():
         model.set_params(progress=False if quiet else "auto")
-    options = {} if detect_format(data) == "matrix" else {"duplicates": duplicates}
-    crowd = read(data, **options)
+    out = outputs.folder(output)
     fit_options = {}
     if gold is not None:
         if "gold" not in inspect.signature(model.fit).parameters:
             raise CrowdDataError(f"strategy {strategy!r} does not take gold labels")
         fit_options["gold"] = _read_gold(gold)
+    options = {} if detect_format(data) == "matrix" else {"duplicates": duplicates}
+    crowd = read(data, **options)
     model.fit(crowd, **fit_options)
-    folder = Path(output)
-    folder.mkdir(parents=True, exist_ok=True)
-    outputs = aggregation_outputs(model, crowd)
-    written = [
-        _write_table(outputs["labels"], folder / "labels", output_format),
-        _write_table(outputs["probas"], folder / "probas", output_format),
-    ]
-    if outputs["history"] is not None:
-        written.append(_write_table(outputs["history"], folder / "history", output_format))
-    for name in ("workers", "summary"):
-        with atomic_open(folder / f"{name}.json") as handle:
-            json.dump(outputs[name], handle, indent=1)
-        written.append(folder / f"{name}.json")
-    click.echo(f"{strategy}: {crowd} -> {', '.join(str(p) for p in written)}")
+    tables = aggregation_outputs(model, crowd)
+    names = ["labels", "probas"] + (["history"] if tables["history"] is not None else [])
+    with outputs:
+        for name in names:
+            _write_table(tables[name], out.staged / name, output_format)
+        for name in ("workers", "summary"):
+            with atomic_open(out.staged / f"{name}.json") as handle:
+                json.dump(tables[name], handle, indent=1)
+    written = [f"{name}.{output_format}" for name in names] + ["workers.json", "summary.json"]
+    click.echo(f"{strategy}: {crowd} -> {output}: {', '.join(written)}")
 
 
 def _aggregate_dask(
     data: str,
     strategy: str,
     memory_model: Any,
-    folder: Path,
+    outputs: Outputs,
+    output: str,
     quiet: bool,
     scheduler: str | None,
     local_workers: int,
@@ -259,6 +269,7 @@ def _aggregate_dask(
             f"strategy {strategy!r} has no Dask engine; choose one of {sorted(dist.STRATEGIES)}"
         )
     model = dist.STRATEGIES[name](**memory_model.get_params())
+    out = outputs.folder(output)
     if "progress" in model.get_params():
         model.set_params(progress=False if quiet else "auto")
     if scheduler is not None:
@@ -275,40 +286,46 @@ def _aggregate_dask(
         client = Client(cluster)
     try:
         model.fit(data, client=client)
-        folder.mkdir(parents=True, exist_ok=True)
-        written = [model.write_parquet(folder / "posteriors")]
-        if hasattr(model, "history_"):
-            written.append(_write_table(model.history_, folder / "history", output_format))
-        crowd = model.crowd_
-        workers = {
-            attribute.rstrip("_"): {
-                str(worker): _jsonable(value)
-                for worker, value in zip(
-                    crowd.worker_ids.tolist(), getattr(model, attribute), strict=True
-                )
-            }
-            for attribute in model.worker_attributes
-            if hasattr(model, attribute)
-        }
-        summary = {
-            "strategy": type(model).__name__,
-            "engine": "dask",
-            "params": {k: _jsonable(v) for k, v in model.get_params().items()},
-            "classes": [_jsonable(c) for c in crowd.classes],
-            "n_tasks": crowd.n_tasks,
-            "n_workers": crowd.n_workers,
-            "n_annotations": crowd.n_annotations,
-            "npartitions": crowd.npartitions,
-        }
-        for attribute in ("priors_", "n_iter_", "converged_"):
-            if hasattr(model, attribute):
-                summary[attribute.rstrip("_")] = _jsonable(getattr(model, attribute))
-        for stem, document in (("workers", workers), ("summary", summary)):
-            with atomic_open(folder / f"{stem}.json") as handle:
-                json.dump(document, handle, indent=1)
-            written.append(folder / f"{stem}.json")
+        with outputs:
+            written = _write_dask_outputs(model, out.staged, output_format)
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
-    click.echo(f"{strategy} (dask): {data} -> {', '.join(str(p) for p in written)}")
+    click.echo(f"{strategy} (dask): {data} -> {output}: {', '.join(written)}")
+
+
+def _write_dask_outputs(model: Any, folder: Path, output_format: str) -> list[str]:
+    """Write a fitted Dask model's posteriors, history and JSON documents into ``folder``."""
+    written = [model.write_parquet(folder / "posteriors").name]
+    if hasattr(model, "history_"):
+        written.append(_write_table(model.history_, folder / "history", output_format).name)
+    crowd = model.crowd_
+    workers = {
+        attribute.rstrip("_"): {
+            str(worker): _jsonable(value)
+            for worker, value in zip(
+                crowd.worker_ids.tolist(), getattr(model, attribute), strict=True
+            )
+        }
+        for attribute in model.worker_attributes
+        if hasattr(model, attribute)
+    }
+    summary = {
+        "strategy": type(model).__name__,
+        "engine": "dask",
+        "params": {k: _jsonable(v) for k, v in model.get_params().items()},
+        "classes": [_jsonable(c) for c in crowd.classes],
+        "n_tasks": crowd.n_tasks,
+        "n_workers": crowd.n_workers,
+        "n_annotations": crowd.n_annotations,
+        "npartitions": crowd.npartitions,
+    }
+    for attribute in ("priors_", "n_iter_", "converged_"):
+        if hasattr(model, attribute):
+            summary[attribute.rstrip("_")] = _jsonable(getattr(model, attribute))
+    for stem, document in (("workers", workers), ("summary", summary)):
+        with atomic_open(folder / f"{stem}.json") as handle:
+            json.dump(document, handle, indent=1)
+        written.append(f"{stem}.json")
+    return written

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import click
 
 from crowdlearn.cli._app import cli
+from crowdlearn.cli._output import Outputs, require_input
 from crowdlearn.cli._reading import reading_options
 
 FORMAT_CHOICE = click.Choice(["csv", "parquet", "peerannot", "matrix"])
@@ -33,15 +37,64 @@ FORMAT_CHOICE = click.Choice(["csv", "parquet", "peerannot", "matrix"])
     show_default=True,
     help="What to do with repeated (task, worker) pairs.",
 )
+@click.option("--overwrite", is_flag=True, help="Replace an existing OUTPUT (as a whole).")
 def convert(
-    source: str, output: str, source_format: str | None, target_format: str | None, duplicates: str
+    source: str,
+    output: str,
+    source_format: str | None,
+    target_format: str | None,
+    duplicates: str,
+    overwrite: bool,
 ) -> None:
     """Convert crowd data SOURCE to OUTPUT (long CSV/Parquet, peerannot folder, matrix)."""
-    from crowdlearn.io import detect_format, read, write
+    from crowdlearn.io import detect_format, read
 
+    require_input(source)
+    outputs = Outputs(overwrite)
+    write_to = declare_data_output(outputs, output, target_format, "--to")
     options = (
         {} if (source_format or detect_format(source)) == "matrix" else {"duplicates": duplicates}
     )  # an answer matrix cannot hold a pair twice
     data = read(source, format=source_format, **options)
-    write(data, output, format=target_format)
+    with outputs:
+        write_to(data)
     click.echo(f"{data} -> {output}")
+
+
+def declare_data_output(
+    outputs: Outputs, output: str, target_format: str | None, format_flag: str
+) -> Callable[[Any], None]:
+    """Declare OUTPUT (a file, or a folder for peerannot) and return the writer of it.
+
+    The format is told now, from ``target_format`` or the name, so a bad ending is
+    refused before the input is read.
+    """
+    from pathlib import Path
+
+    from crowdlearn.data import CrowdDataError
+    from crowdlearn.io import write
+
+    path = Path(output)
+    if target_format is not None:
+        fmt = target_format
+    elif path.suffix == "" and not path.is_file():
+        raise CrowdDataError(
+            f"{output}: cannot tell the output format without a file ending; pass "
+            f"{format_flag} (csv, parquet, peerannot or matrix)"
+        )
+    else:
+        from crowdlearn.io import detect_format
+
+        fmt = detect_format(output)
+    if fmt == "peerannot":
+        if path.suffix.lower() == ".json":
+            if path.name != "answers.json":
+                raise CrowdDataError(
+                    f"{output}: a peerannot dataset is a folder holding answers.json; give "
+                    "the folder (or a path ending in answers.json)"
+                )
+            path = path.parent
+        folder = outputs.folder(str(path))
+        return lambda data: write(data, folder.staged, format="peerannot")
+    file = outputs.file(output)
+    return lambda data: write(data, file.staged, format=fmt)

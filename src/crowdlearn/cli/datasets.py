@@ -130,14 +130,21 @@ def fetch(name: str, root: str | None, mirror: str | None, force: bool, quiet: b
     help="Output format (default: from the output's name).",
 )
 @ROOT_OPTION
-def export(name: str, output: str, format_: str | None, root: str | None) -> None:
+@click.option("--overwrite", is_flag=True, help="Replace an existing output (as a whole).")
+def export(name: str, output: str, format_: str | None, root: str | None, overwrite: bool) -> None:
     """Write the training annotations of dataset NAME in a file format."""
     from crowdlearn import datasets as registry
+    from crowdlearn.cli._output import Outputs
+    from crowdlearn.cli.convert import declare_data_output
     from crowdlearn.data import CrowdDataError
-    from crowdlearn.io import write
 
+    if name not in registry.list():
+        registry.info(name)  # the registry's own "unknown dataset" message
+    outputs = Outputs(overwrite)
+    write_to = declare_data_output(outputs, output, format_, "--format")
     dataset = registry.load(name, root=root)
     if dataset.train is None:
         raise CrowdDataError(f"dataset {name!r} has features only, no annotations to export")
-    write(dataset.train, output, format=format_)
+    with outputs:
+        write_to(dataset.train)
     click.echo(f"{dataset.train} -> {output}")

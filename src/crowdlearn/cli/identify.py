@@ -11,6 +11,7 @@ import click
 from crowdlearn._atomic import atomic_open
 from crowdlearn._lazy import lazy_module
 from crowdlearn.cli._app import cli
+from crowdlearn.cli._output import Outputs, require_input
 from crowdlearn.cli._reading import reading_options
 from crowdlearn.data import CrowdDataError
 
@@ -33,6 +34,7 @@ def load_crowd(data: str, root: str | None = None, duplicates: str = "error") ->
         if crowd is None:
             raise CrowdDataError(f"dataset {data!r} has no crowd annotations")
         return crowd
+    require_input(data)
     options = {} if detect_format(data) == "matrix" else {"duplicates": duplicates}
     return read(data, **options)
 
@@ -51,6 +53,14 @@ def _parse_prune(pairs: tuple[str, ...]) -> dict[str, float]:
             )
         prune[name.strip()] = fraction
     return prune
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.absolute().relative_to(folder.absolute())
+    except ValueError:
+        return False
+    return True
 
 
 def pruned_copy(data: CrowdData, frames: dict[str, Any], prune: dict[str, float]) -> CrowdData:
@@ -119,6 +129,11 @@ def pruned_copy(data: CrowdData, frames: dict[str, Any], prune: dict[str, float]
     show_default=True,
     help="What to do with repeated (task, worker) pairs.",
 )
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace an existing output folder and --pruned-output (each as a whole).",
+)
 @click.option("--list", "list_", is_flag=True, help="List the scores and exit.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def identify(
@@ -132,6 +147,7 @@ def identify(
     seed: int,
     root: str | None,
     duplicates: str,
+    overwrite: bool,
     list_: bool,
     quiet: bool,
 ) -> None:
@@ -144,7 +160,7 @@ def identify(
     """
     from crowdlearn._progress import progress_scope
     from crowdlearn.identify import SCORES, class_agreement, compute, krippendorff_alpha
-    from crowdlearn.io import write
+    from crowdlearn.io import detect_format, write
 
     if list_:
         for name, score in SCORES.items():
@@ -156,21 +172,35 @@ def identify(
     unknown = sorted(set(prune_fractions) - set(SCORES))
     if unknown:
         raise CrowdDataError(f"--prune: unknown score(s) {unknown}; known: {sorted(SCORES)}")
+    unknown = sorted(set(scores) - set(SCORES))
+    if unknown:
+        raise CrowdDataError(f"-s: unknown score(s) {unknown}; known: {sorted(SCORES)}")
     names = list(dict.fromkeys([*scores, *prune_fractions]))
+    if pruned_output is not None and not prune_fractions:
+        raise CrowdDataError("--pruned-output needs --prune SCORE=FRACTION")
+    outputs = Outputs(overwrite)
+    out = outputs.folder(output)
+    pruned_target = None
+    if prune_fractions and pruned_output is not None:
+        try:
+            pruned_format = detect_format(pruned_output)  # refuse an unknown ending now
+        except CrowdDataError as error:
+            raise CrowdDataError(f"--pruned-output {error}") from None
+        if _inside(Path(pruned_output), Path(output)):
+            pruned_target = Path(pruned_output).absolute().relative_to(Path(output).absolute())
+        elif pruned_format == "peerannot":
+            raise CrowdDataError(
+                "--pruned-output: a peerannot folder cannot be a pruned output outside -o; "
+                "give a .csv, .parquet, .txt or .npy file"
+            )
+        else:
+            pruned_file = outputs.file(pruned_output, "--pruned-output")
     training: dict[str, Any] = {"random_state": seed}
     if max_epochs is not None:
         training["max_epochs"] = max_epochs
     crowd = load_crowd(data, root, duplicates)
     with progress_scope(False if quiet else "auto"):  # every fit inside follows it
         frames = compute(crowd, names, confusion_model=confusion_model, training=training)
-    folder = Path(output)
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for axis, frame in frames.items():
-        path = folder / f"{axis}s.csv"
-        with atomic_open(path) as handle:
-            frame.reset_index().to_csv(handle, index=False)
-        written.append(path)
     agreement = {
         "krippendorff_alpha": krippendorff_alpha(crowd),
         "class_agreement": {
@@ -183,14 +213,29 @@ def identify(
     }
     if np.isnan(agreement["krippendorff_alpha"]):
         agreement["krippendorff_alpha"] = None
-    with atomic_open(folder / "agreement.json") as handle:
-        json.dump(agreement, handle, indent=1)
-    written.append(folder / "agreement.json")
-    if prune_fractions:
-        kept = pruned_copy(crowd, frames, prune_fractions)
-        target = Path(pruned_output) if pruned_output else folder / "pruned.csv"
-        write(kept, target)
-        written.append(target)
+    kept = pruned_copy(crowd, frames, prune_fractions) if prune_fractions else None
+    written = []
+    # Everything is computed: write all outputs or none.
+    with outputs:
+        folder = out.staged
+        for axis, frame in frames.items():
+            with atomic_open(folder / f"{axis}s.csv") as handle:
+                frame.reset_index().to_csv(handle, index=False)
+            written.append(str(Path(output) / f"{axis}s.csv"))
+        with atomic_open(folder / "agreement.json") as handle:
+            json.dump(agreement, handle, indent=1)
+        written.append(str(Path(output) / "agreement.json"))
+        if kept is not None:
+            if pruned_output is None:
+                write(kept, folder / "pruned.csv")
+                written.append(str(Path(output) / "pruned.csv"))
+            elif pruned_target is not None:
+                write(kept, folder / pruned_target)
+                written.append(pruned_output)
+            else:
+                write(kept, pruned_file.staged)
+                written.append(pruned_output)
+    if kept is not None:
         click.echo(
             f"pruned: kept {kept.n_annotations} of {crowd.n_annotations} annotations "
             f"({len(np.unique(kept.task))} of {crowd.n_tasks} tasks)"

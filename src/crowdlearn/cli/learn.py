@@ -11,6 +11,7 @@ import click
 from crowdlearn._atomic import atomic_open
 from crowdlearn._lazy import lazy_module
 from crowdlearn.cli._app import cli
+from crowdlearn.cli._output import Outputs, require_input
 from crowdlearn.cli._reading import reading_options
 from crowdlearn.data import CrowdDataError
 
@@ -67,6 +68,12 @@ def _source(data: str, root: str | None, features: str | None) -> tuple[CrowdDat
     return crowd, None, None
 
 
+def _registry_names() -> list[str]:
+    from crowdlearn import datasets
+
+    return datasets.list()
+
+
 def _pair(features: str | None, labels: str | None, what: str) -> tuple[Any, Any] | None:
     if features is None:
         if labels is not None:
@@ -75,6 +82,49 @@ def _pair(features: str | None, labels: str | None, what: str) -> tuple[Any, Any
     X = _load_array(features)
     y = None if labels is None else _load_array(labels).astype(np.int64)
     return X, y
+
+
+def _check_device(device: str | None) -> None:
+    """Refuse a device string torch does not know, or a device this machine lacks,
+    before any data is read (torch would fail only when the model is built)."""
+    if device is None or device == "auto":
+        return
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise CrowdDataError(
+            f"--device {device}: not a device name; use auto, cpu, cuda or cuda:N"
+        ) from None
+    if parsed.type == "cuda":
+        if not torch.cuda.is_available():
+            raise CrowdDataError(
+                f"--device {device}: no CUDA GPU is available here; use --device cpu or auto"
+            )
+        if parsed.index is not None and parsed.index >= torch.cuda.device_count():
+            raise CrowdDataError(
+                f"--device {device}: this machine has {torch.cuda.device_count()} CUDA "
+                "device(s), numbered from 0"
+            )
+    elif parsed.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise CrowdDataError(f"--device {device}: MPS is not available here")
+    elif parsed.type != "cpu":
+        raise CrowdDataError(f"--device {device}: use auto, cpu, cuda or cuda:N")
+
+
+def _check_codes(y: Any, n_classes: int, option: str) -> None:
+    """Refuse label codes outside the classes the training data has."""
+    if y is None:
+        return
+    bad = np.unique(y[(y < 0) | (y >= n_classes)])
+    if len(bad):
+        shown = ", ".join(str(v) for v in bad[:5].tolist())
+        raise CrowdDataError(
+            f"{option}: class code(s) {shown} not among the training data's {n_classes} "
+            f"classes (codes 0..{n_classes - 1})"
+        )
 
 
 def learning_outputs(model: Any, data: CrowdData, test: Any) -> dict[str, Any]:
@@ -174,6 +224,7 @@ def learning_outputs(model: Any, data: CrowdData, test: Any) -> dict[str, Any]:
 )
 @click.option("--resume", is_flag=True, help="Continue from the checkpoint in --checkpoint-dir.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output folder (as a whole).")
 @click.option("--list", "list_", is_flag=True, help="List the methods and exit.")
 def learn(
     data: str | None,
@@ -187,6 +238,7 @@ def learn(
     test_features: str | None,
     test_labels: str | None,
     quiet: bool,
+    overwrite: bool,
     list_: bool,
     **training: Any,
 ) -> None:
@@ -205,32 +257,53 @@ def learn(
         return
     if data is None or method is None or output is None:
         raise click.UsageError("DATA, --method and --output are required (or use --list)")
+    bad_hidden = [h for h in training.get("hidden") or () if h < 1]
+    if bad_hidden:
+        raise CrowdDataError(f"--hidden {bad_hidden[0]}: a hidden layer needs at least 1 unit")
+    for flag in ("epochs", "batch_size"):
+        if training.get(flag) is not None and training[flag] < 1:
+            name = "--" + flag.replace("_", "-")
+            raise CrowdDataError(f"{name} must be at least 1, got {training[flag]}")
+    _check_device(training.get("device"))
     names = {"epochs": "max_epochs", "seed": "random_state"}
     overrides = {names.get(k, k): v for k, v in training.items() if v not in (None, ())}
     if "hidden" in overrides:
         overrides["hidden"] = tuple(overrides["hidden"])
     model = make_learner(method, **_parse_params(params), **overrides)
     model.set_params(progress=False if quiet else "auto")
+    outputs = Outputs(overwrite)
+    out = outputs.folder(output)
+    if valid_labels is not None and valid_features is None:
+        raise CrowdDataError("--valid-labels needs --valid-features")
+    if test_labels is not None and test_features is None:
+        raise CrowdDataError("--test-labels needs --test-features")
+    if data not in _registry_names():
+        require_input(data)
     crowd, valid, test = _source(data, root, features)
     valid = _pair(valid_features, valid_labels, "valid") or valid
     test = _pair(test_features, test_labels, "test") or test
     if valid is not None and valid[1] is None:
         raise CrowdDataError("validation needs labels: pass --valid-labels")
+    if valid_labels is not None:
+        _check_codes(valid[1], crowd.n_classes, f"--valid-labels {valid_labels}")
+    if test_labels is not None:
+        _check_codes(test[1], crowd.n_classes, f"--test-labels {test_labels}")
     model.fit(crowd, valid=valid)
+    results = learning_outputs(model, crowd, test)
+    with outputs:
+        folder = out.staged
+        model.save(folder / "model.pt")
+        with atomic_open(folder / "history.csv") as handle:
+            results["history"].to_csv(handle, index=False)
+        if "predictions" in results:
+            with atomic_open(folder / "predictions.csv") as handle:
+                results["predictions"].to_csv(handle, index=False)
+        for name in ("summary", "confusions"):
+            if name in results:
+                with atomic_open(folder / f"{name}.json") as handle:
+                    json.dump(results[name], handle, indent=1)
     folder = Path(output)
-    folder.mkdir(parents=True, exist_ok=True)
-    model.save(folder / "model.pt")
-    outputs = learning_outputs(model, crowd, test)
-    with atomic_open(folder / "history.csv") as handle:
-        outputs["history"].to_csv(handle, index=False)
-    if "predictions" in outputs:
-        with atomic_open(folder / "predictions.csv") as handle:
-            outputs["predictions"].to_csv(handle, index=False)
-    for name in ("summary", "confusions"):
-        if name in outputs:
-            with atomic_open(folder / f"{name}.json") as handle:
-                json.dump(outputs[name], handle, indent=1)
-    summary = outputs["summary"]
+    summary = results["summary"]
     scores = "".join(
         f", {key} {summary[key]:.4f}"
         for key in ("test_accuracy", "test_macro_f1")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from crowdlearn.cli._app import cli
+from crowdlearn.cli._output import Outputs
 from crowdlearn.cli._reading import reading_options
 
 
@@ -61,6 +62,7 @@ def _strategy_names(values: tuple[str, ...]) -> tuple[str, ...]:
     help="What to do with repeated (task, worker) pairs.",
 )
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
 def report(
     data: str,
     output: str,
@@ -74,6 +76,7 @@ def report(
     root: str | None,
     duplicates: str,
     quiet: bool,
+    overwrite: bool,
 ) -> None:
     """Write an HTML report on DATA (a file or a dataset name such as labelme).
 
@@ -82,7 +85,11 @@ def report(
     spammers flagged, hardest tasks, comparison of aggregation strategies and confusion
     matrices. Large crowds get capped tables and subsampled plots, said on the page.
     """
+    import numpy as np
+
+    from crowdlearn.aggregation import KOS, make_aggregator
     from crowdlearn.cli.identify import load_crowd
+    from crowdlearn.data import CrowdDataError
     from crowdlearn.report import DEFAULT_STRATEGIES, ReportLimits, write_report
 
     for name, value in (
@@ -93,18 +100,35 @@ def report(
         if value < 2:
             raise ValueError(f"{name} must be at least 2, got {value}")
     chosen = _strategy_names(strategies) or DEFAULT_STRATEGIES
+    models = {name: make_aggregator(name) for name in _strategy_names(strategies)}
+    outputs = Outputs(overwrite)
+    out = outputs.file(output)
     crowd = load_crowd(data, root, duplicates)
+    if use_truth and (crowd.truth is None or not np.any(crowd.truth >= 0)):
+        raise CrowdDataError(
+            f"--truth: {data} has no known truth (a truth column, or ground_truth.npy "
+            "in a peerannot folder); leave out --truth"
+        )
+    for name, model in models.items():
+        # Strategies the user named must fit the data, as `aggregate` requires; the
+        # default list adapts (the report notes a strategy it skipped).
+        if isinstance(model, KOS) and crowd.n_classes != 2:
+            raise CrowdDataError(
+                f"-s {name}: KOS handles binary labels only, but {data} has "
+                f"{crowd.n_classes} classes"
+            )
     limits = ReportLimits(
         worker_rows=max_worker_rows, task_rows=max_task_rows, plot_points=max_plot_points
     )
-    path = write_report(
-        crowd,
-        output,
-        title=title or f"crowdlearn report: {data}",
-        use_truth=use_truth,
-        strategies=chosen,
-        limits=limits,
-        progress=False if quiet else "auto",
-        seed=seed,
-    )
-    click.echo(f"report: {crowd} -> {path}")
+    with outputs:
+        write_report(
+            crowd,
+            out.staged,
+            title=title or f"crowdlearn report: {data}",
+            use_truth=use_truth,
+            strategies=chosen,
+            limits=limits,
+            progress=False if quiet else "auto",
+            seed=seed,
+        )
+    click.echo(f"report: {crowd} -> {output}")

@@ -13,6 +13,7 @@ import click
 from crowdlearn._atomic import atomic_open, atomic_path
 from crowdlearn._lazy import lazy_module
 from crowdlearn.cli._app import cli
+from crowdlearn.cli._output import Outputs
 from crowdlearn.data import CrowdDataError
 
 if TYPE_CHECKING:
@@ -173,6 +174,7 @@ def _is_json(value: Any) -> bool:
 @click.option(
     "--imbalance-ratio", type=float, help="Subsample classes to this largest/smallest size ratio."
 )
+@click.option("--overwrite", is_flag=True, help="Replace an existing output folder (as a whole).")
 def simulate(
     strategy: str,
     output: str,
@@ -182,6 +184,7 @@ def simulate(
     root: str | None,
     groups: str | None,
     poisson: bool,
+    overwrite: bool,
     **options: Any,
 ) -> None:
     """Simulate a crowd with STRATEGY and write it to the output folder.
@@ -194,6 +197,8 @@ def simulate(
     """
     from crowdlearn import simulate as simulators
 
+    outputs = Outputs(overwrite)
+    out = outputs.folder(output)
     options["seed"] = seed
     for old, new in WORKER_OPTION_NAMES.get(strategy, {}).items():
         options[new] = options.pop(old)
@@ -205,7 +210,6 @@ def simulate(
     else:
         function = simulators.STRATEGIES[strategy]
     data, info = _call_with(function, options, strategy)
-    folder = Path(output)
-    folder.mkdir(parents=True, exist_ok=True)
-    _write_outputs(data, info, folder, output_format, strategy)
-    click.echo(f"{strategy}: {data} -> {folder}")
+    with outputs:
+        _write_outputs(data, info, out.staged, output_format, strategy)
+    click.echo(f"{strategy}: {data} -> {output}")

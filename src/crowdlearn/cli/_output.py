@@ -1,0 +1,331 @@
+"""Where every CLI command writes: all-or-nothing outputs and no surprise overwrites.
+
+The policy lives here once, and every command that writes goes through :class:`Outputs`:
+
+- a command declares its targets (``-o`` folder or file, ``--pruned-output``...)
+  *before* it reads or computes anything, so a refused target costs no time;
+- a target that exists is refused with one line naming ``--overwrite``, except an
+  empty folder (it holds nothing that could be lost: ``mkdir out`` before a run is
+  common); with ``--overwrite`` the old target is replaced as a whole, so no file of
+  an earlier run survives beside the new ones;
+- targets that are not regular files or folders (``/dev/null``, FIFOs, sockets,
+  devices) are always refused, and a file output onto an existing folder is refused
+  even with ``--overwrite`` (replacing a whole folder by a file is never what a user
+  meant);
+- everything is written into a hidden temporary sibling of each target
+  (``.NAME.XXXX.tmp``) and renamed into place only once *all* targets are complete;
+  an error, a full disk or Ctrl-C before that leaves no target changed and no
+  temporary behind (nor the parent folders the run created).
+
+The module imports only the standard library: ``crowdlearn --help`` imports it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+from types import TracebackType
+
+#: The flag every writing command offers to replace an existing target.
+OVERWRITE_FLAG = "--overwrite"
+
+
+class OutputError(OSError):
+    """An OSError met while writing an output, carrying the target the user named.
+
+    The CLI's error boundary prints ``cannot write TARGET: reason``.
+    """
+
+    def __init__(self, target: str, cause: OSError) -> None:
+        super().__init__(cause.errno, cause.strerror or str(cause), target)
+        self.target = target
+        self.cause = cause
+
+
+def require_input(path: str) -> None:
+    """Refuse a missing input path with ``no such file or directory: PATH``."""
+    if not os.path.lexists(path):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+
+
+def _kind_of(mode: int) -> str:
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+class _Target:
+    """One declared output: a file or a folder, with its staging place."""
+
+    def __init__(self, path: str, kind: str, option: str) -> None:
+        self.name = path
+        self.path = Path(path)
+        self.kind = kind
+        self.option = option
+        self.staging_dir: Path | None = None
+        self.created_parents: list[Path] = []
+        self.old: Path | None = None
+
+    @property
+    def staged(self) -> Path:
+        """Where the command writes this output (valid inside ``with outputs:``)."""
+        if self.staging_dir is None:
+            raise RuntimeError("outputs are staged only inside `with outputs:`")
+        return self.staging_dir if self.kind == "folder" else self.staging_dir / self.path.name
+
+
+class Outputs:
+    """The outputs of one command, checked up front and written all-or-nothing.
+
+    Parameters
+    ----------
+    overwrite : bool
+        The command's ``--overwrite`` flag: replace existing targets as a whole.
+
+    Notes
+    -----
+    A command declares its targets first, then computes, then writes::
+
+        outputs = Outputs(overwrite)
+        out = outputs.folder(output)        # refused now if it exists
+        ...                                 # read, fit: nothing written yet
+        with outputs:                       # all targets renamed into place at the end
+            write_labels(out.staged / "labels.csv")
+    """
+
+    def __init__(self, overwrite: bool = False) -> None:
+        self.overwrite = overwrite
+        self.targets: list[_Target] = []
+
+    # ------------------------------------------------------------------ declaring
+
+    def folder(self, path: str, option: str = "-o") -> _Target:
+        """Declare an output folder; refuse it now if it may not be written."""
+        return self._declare(path, "folder", option)
+
+    def file(self, path: str, option: str = "-o") -> _Target:
+        """Declare an output file; refuse it now if it may not be written."""
+        return self._declare(path, "file", option)
+
+    def _declare(self, path: str, kind: str, option: str) -> _Target:
+        target = _Target(str(path), kind, option)
+        for other in self.targets:
+            if _same_place(other.path, target.path):
+                raise ValueError(
+                    f"{option} {path}: the same path as {other.option} {other.name}; "
+                    "give each output its own path"
+                )
+        self._check(target)
+        self.targets.append(target)
+        return target
+
+    def _check(self, target: _Target) -> None:
+        """Refuse a target that exists (without --overwrite), is not a regular file or
+        folder, or lies where nothing can be written."""
+        where = f"{target.option} {target.name}"
+        try:
+            mode = os.stat(target.path).st_mode
+        except FileNotFoundError:
+            mode = None
+        except OSError as error:  # e.g. a path through a regular file (ENOTDIR)
+            raise OutputError(target.name, error) from None
+        if mode is not None:
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise ValueError(
+                    f"{where}: {_kind_of(mode)}; crowdlearn writes only regular files and "
+                    "folders, give another path"
+                )
+            if target.kind == "file" and stat.S_ISDIR(mode):
+                raise ValueError(
+                    f"{where}: is a folder, and this output is a file; give a file path"
+                )
+            here = Path.cwd().resolve()
+            if stat.S_ISDIR(mode) and target.path.resolve() in (here, *here.parents):
+                raise ValueError(
+                    f"{where}: the current folder or one holding it cannot be an output "
+                    "(it would be replaced as a whole); give a new folder"
+                )
+            empty_folder = stat.S_ISDIR(mode) and not any(os.scandir(target.path))
+            if not empty_folder and not self.overwrite:
+                raise ValueError(
+                    f"{where}: already exists; pass {OVERWRITE_FLAG} to replace it "
+                    "(as a whole), or give another path"
+                )
+        # Fail before the run, not after it, where nothing can be created (read-only
+        # file system, no permission): the nearest existing ancestor must be writable.
+        ancestor = target.path.absolute().parent
+        while not ancestor.exists() and ancestor != ancestor.parent:
+            ancestor = ancestor.parent
+        if not ancestor.is_dir():
+            raise OutputError(
+                target.name, NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+            )
+        if not _writable(ancestor):
+            code = errno.EROFS if _read_only(ancestor) else errno.EACCES
+            raise OutputError(target.name, OSError(code, os.strerror(code)))
+
+    # ------------------------------------------------------------------ writing
+
+    def __enter__(self) -> Outputs:
+        try:
+            for target in self.targets:
+                target.created_parents = _make_parents(target.path.parent)
+                target.staging_dir = Path(
+                    tempfile.mkdtemp(
+                        prefix=f".{target.path.name}.", suffix=".tmp", dir=target.path.parent
+                    )
+                )
+                # mkdtemp makes an owner-only folder; a folder output gets mkdir's mode.
+                os.chmod(target.staging_dir, 0o777 & ~_umask())
+        except BaseException as error:
+            self._discard()
+            if isinstance(error, OSError) and not isinstance(error, OutputError):
+                raise OutputError(target.name, error) from error
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc is not None:
+            written = None
+            if isinstance(exc, OSError) and not isinstance(exc, OutputError):
+                written = self._target_of(exc)  # before the staging places are deleted
+            self._discard()
+            if written is not None:
+                raise OutputError(written.name, exc) from exc
+            return
+        try:
+            self._commit()
+        except BaseException:
+            self._discard()
+            raise
+
+    def _target_of(self, error: OSError) -> _Target | None:
+        """The target whose staging place an OSError's path lies in, if any."""
+        for name in (error.filename, error.filename2):
+            if name is None:
+                continue
+            for target in self.targets:
+                if target.staging_dir is not None and _inside(Path(name), target.staging_dir):
+                    return target
+        # Errors without a path (a full disk in a C writer): the only target, if one.
+        if error.filename is None and len(self.targets) == 1:
+            return self.targets[0]
+        return None
+
+    def _commit(self) -> None:
+        """Move every staged output into place; on any failure put back what was there."""
+        for target in self.targets:
+            # Re-check: something may have appeared at the target during the run.
+            self._check(target)
+        done: list[_Target] = []
+        current = self.targets[0]
+        try:
+            for current in self.targets:
+                if os.path.lexists(current.path):
+                    current.old = Path(
+                        tempfile.mkdtemp(
+                            prefix=f".{current.path.name}.", suffix=".old", dir=current.path.parent
+                        )
+                    )
+                    os.rename(current.path, current.old / "previous")
+                done.append(current)
+                os.rename(current.staged, current.path)
+        except OSError as error:
+            # Undo in reverse order: remove what was moved into place, put back the old.
+            for target in reversed(done):
+                if _staged_moved(target):
+                    _remove(target.path)
+                if target.old is not None:
+                    os.rename(target.old / "previous", target.path)
+                    shutil.rmtree(target.old, ignore_errors=True)
+                    target.old = None
+            raise OutputError(current.name, error) from error
+        for target in self.targets:
+            if target.old is not None:
+                shutil.rmtree(target.old, ignore_errors=True)
+            if target.kind == "file" and target.staging_dir is not None:
+                shutil.rmtree(target.staging_dir, ignore_errors=True)
+            target.staging_dir = None
+
+    def _discard(self) -> None:
+        """Delete staging places and the parent folders this run created."""
+        for target in self.targets:
+            if target.staging_dir is not None and target.staging_dir.exists():
+                shutil.rmtree(target.staging_dir, ignore_errors=True)
+            target.staging_dir = None
+            for parent in reversed(target.created_parents):
+                try:
+                    parent.rmdir()  # only if empty: never delete what someone else put there
+                except OSError:
+                    break
+            target.created_parents = []
+
+
+def _staged_moved(target: _Target) -> bool:
+    """Whether the staged output of ``target`` was renamed onto the target path."""
+    return target.staging_dir is not None and not os.path.lexists(target.staged)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _make_parents(folder: Path) -> list[Path]:
+    """``mkdir -p folder``, returning the folders it created, outermost first."""
+    missing = []
+    current = folder.absolute()
+    while not current.exists():
+        missing.append(current)
+        current = current.parent
+    created = []
+    for path in reversed(missing):
+        path.mkdir()
+        created.append(path)
+    return created
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.absolute().relative_to(folder.absolute())
+    except ValueError:
+        return False
+    return True
+
+
+def _same_place(a: Path, b: Path) -> bool:
+    return os.path.normpath(a.absolute()) == os.path.normpath(b.absolute())
+
+
+def _writable(folder: Path) -> bool:
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def _read_only(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

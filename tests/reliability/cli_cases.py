@@ -1,0 +1,791 @@
+"""The catalogue of bad CLI inputs: one entry per case, shared by the test and the docs.
+
+Each case runs ``crowdlearn ARGS`` in an empty working directory holding the input
+files below (and, where ``target`` says so, an output that already exists). The
+test (test_cli_catalogue.py) asserts the exit status, exactly one stderr line
+``crowdlearn: error: ...``, no traceback, the pre-existing target byte-identical
+afterwards and no new file or folder. ``docs/reliability.md`` lists every case id
+(test_reliability_doc.py checks it; ``python tests/reliability/cli_cases.py`` prints
+the table).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Input files every case finds in its working directory.
+CSV_3 = (
+    "task,worker,label\n"
+    "t1,w1,a\nt1,w2,b\nt1,w3,a\n"
+    "t2,w1,b\nt2,w2,b\nt2,w3,c\n"
+    "t3,w1,c\nt3,w2,c\nt3,w3,c\n"
+    "t4,w1,a\nt4,w2,a\nt4,w3,b\n"
+)
+CSV_2_TRUTH = (
+    "task,worker,label,truth\nt1,w1,0,0\nt1,w2,1,0\nt2,w1,1,1\nt2,w2,1,1\nt3,w1,0,0\nt3,w2,0,0\n"
+)
+
+
+def _npy(array: np.ndarray) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+def _parquet(columns: dict) -> bytes:
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(pa.table(columns), buffer)
+    return buffer.getvalue()
+
+
+def input_files() -> dict[str, bytes | None]:
+    """Name -> content of the inputs (None: an empty folder)."""
+    import datetime as dt
+
+    return {
+        "crowd.csv": CSV_3.encode(),
+        "binary.csv": CSV_2_TRUTH.encode(),
+        "dup.csv": (CSV_3 + "t1,w1,b\n").encode(),
+        "noworker.csv": b"task,label\nt1,a\nt2,b\n",
+        "wrongcols.csv": b"a,b\n1,2\n",
+        "empty.csv": b"",
+        "binary.bin": bytes(range(256)) * 4,
+        "data.xyz": CSV_3.encode(),
+        "gold.csv": b"task,label\nt1,a\nt2,b\n",
+        "badgold.csv": b"id,value\nt1,a\n",
+        "brokengold.csv": b'task,label\n"t1,a\n\x00\x81\n',
+        "feats.npy": _npy(np.arange(8, dtype=np.float64).reshape(4, 2)),
+        "testX.npy": _npy(np.zeros((3, 2))),
+        "testy.txt": b"0\n1\n7\n",
+        "badjson/answers.json": b'{"t1": {"w1": 0,',
+        "emptydir": None,
+        "huge/answers.json": b'{"t1":{"w1":1000000000,"w2":0},"t2":{"w1":1}}',
+        "huge.txt": b"0 1000000000\n1 -1\n",
+        "listlabels.parquet": _parquet(
+            {"task": ["t1", "t2"], "worker": ["w1", "w1"], "label": [[1, 2], [3]]}
+        ),
+        "datelabels.parquet": _parquet(
+            {
+                "task": ["t1", "t2"],
+                "worker": ["w1", "w1"],
+                "label": [dt.datetime(2020, 1, 1), dt.datetime(2021, 1, 1)],
+            }
+        ),
+        "ids.json": json.dumps({"t1": {"w1": 0}}).encode(),
+    }
+
+
+@dataclass
+class Case:
+    """One bad input and what the CLI must do with it."""
+
+    id: str
+    args: list[str]
+    expect: str  # a fragment of the error line
+    exit: int = 2
+    #: an output that exists before the run: (path, "file" | "folder"); it must be
+    #: byte-identical afterwards
+    target: tuple[str, str] | None = None
+    #: a fault injected by the test (see test_cli_catalogue.FAULTS)
+    fault: str | None = None
+    #: why the case may still fail in this branch (fixed by another change)
+    xfail: str | None = None
+    #: run in a child process under an address-space limit (inputs that ask for
+    #: huge allocations must not take the test machine's memory)
+    child: bool = False
+    skip_if: str | None = None
+    notes: str = field(default="")
+
+    @property
+    def command(self) -> str:
+        return "crowdlearn " + " ".join(self.args)
+
+
+IO = "io helper: size guards / reader fixes"
+OVER = "--overwrite"
+
+CASES: list[Case] = [
+    # ---------------------------------------------------------------- the command line
+    Case("unknown-command", ["nosuch"], "No such command"),
+    Case("unknown-global-option", ["--bogus"], "No such option"),
+    Case("aggregate-missing-args", ["aggregate", "crowd.csv"], "are required"),
+    Case(
+        "aggregate-bad-format-choice",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "out", "--format", "xls"],
+        "'--format'",
+    ),
+    Case(
+        "convert-bad-from-choice",
+        ["convert", "crowd.csv", "-o", "o.csv", "--from", "xls"],
+        "'--from'",
+    ),
+    # ---------------------------------------------------------------- inputs
+    Case(
+        "aggregate-nonexistent",
+        ["aggregate", "nonexistent", "-s", "mv", "-o", "out"],
+        "no such file or directory: nonexistent",
+    ),
+    Case(
+        "aggregate-unknown-ending",
+        ["aggregate", "data.xyz", "-s", "mv", "-o", "out"],
+        "cannot tell the format",
+    ),
+    Case("aggregate-empty-csv", ["aggregate", "empty.csv", "-s", "mv", "-o", "out"], "empty.csv"),
+    Case(
+        "aggregate-binary-garbage",
+        ["aggregate", "binary.bin", "-s", "mv", "-o", "out"],
+        "binary.bin",
+    ),
+    Case(
+        "aggregate-wrong-columns",
+        ["aggregate", "wrongcols.csv", "-s", "mv", "-o", "out"],
+        "missing column",
+    ),
+    Case(
+        "aggregate-no-worker-column",
+        ["aggregate", "noworker.csv", "-s", "mv", "-o", "out"],
+        "task, worker and label",
+    ),
+    Case(
+        "aggregate-duplicates",
+        ["aggregate", "dup.csv", "-s", "mv", "-o", "out"],
+        "--duplicates keep",
+    ),
+    Case(
+        "aggregate-empty-folder",
+        ["aggregate", "emptydir", "-s", "mv", "-o", "out"],
+        "holds neither",
+    ),
+    Case(
+        "aggregate-broken-answers-json",
+        ["aggregate", "badjson", "-s", "mv", "-o", "out"],
+        "answers.json",
+    ),
+    Case(
+        "aggregate-50-byte-json-huge-code",
+        ["aggregate", "huge", "-s", "ds", "-o", "out"],
+        "",
+        child=True,
+        notes="under a 3 GiB address-space limit; the io size guard refuses it without one",
+    ),
+    Case(
+        "aggregate-matrix-huge-code",
+        ["aggregate", "huge.txt", "-s", "ds", "-o", "out"],
+        "",
+        child=True,
+        notes="under a 3 GiB address-space limit; the io size guard refuses it without one",
+    ),
+    Case(
+        "aggregate-parquet-list-labels",
+        ["aggregate", "listlabels.parquet", "-s", "mv", "-o", "out"],
+        "label",
+        xfail=IO,
+    ),
+    Case(
+        "aggregate-parquet-datetime-labels",
+        ["aggregate", "datelabels.parquet", "-s", "mv", "-o", "out"],
+        "label",
+        xfail=IO,
+    ),
+    # ---------------------------------------------------------------- options
+    Case(
+        "aggregate-unknown-strategy",
+        ["aggregate", "crowd.csv", "-s", "nosuch", "-o", "out"],
+        "nosuch",
+    ),
+    Case(
+        "aggregate-param-without-equals",
+        ["aggregate", "crowd.csv", "-s", "mv", "--param", "foo", "-o", "out"],
+        "k=v",
+    ),
+    Case(
+        "aggregate-unknown-param",
+        ["aggregate", "crowd.csv", "-s", "mv", "--param", "nosuch=1", "-o", "out"],
+        "nosuch",
+    ),
+    Case(
+        "aggregate-bad-param-value",
+        ["aggregate", "crowd.csv", "-s", "ds", "--param", "max_iter=-3", "-o", "out"],
+        "max_iter",
+    ),
+    Case(
+        "aggregate-kos-multiclass", ["aggregate", "crowd.csv", "-s", "kos", "-o", "out"], "binary"
+    ),
+    Case(
+        "aggregate-gold-missing-file",
+        ["aggregate", "crowd.csv", "-s", "ds", "--gold", "nope.csv", "-o", "out"],
+        "nope.csv",
+    ),
+    Case(
+        "aggregate-gold-bad-columns",
+        ["aggregate", "crowd.csv", "-s", "ds", "--gold", "badgold.csv", "-o", "out"],
+        "--gold badgold.csv",
+    ),
+    Case(
+        "aggregate-gold-unparsable",
+        ["aggregate", "crowd.csv", "-s", "ds", "--gold", "brokengold.csv", "-o", "out"],
+        "brokengold.csv",
+    ),
+    Case(
+        "aggregate-gold-not-taken",
+        ["aggregate", "crowd.csv", "-s", "mv", "--gold", "gold.csv", "-o", "out"],
+        "does not take gold",
+    ),
+    Case(
+        "aggregate-dask-gold",
+        [
+            "aggregate",
+            "crowd.csv",
+            "-s",
+            "ds",
+            "--engine",
+            "dask",
+            "--gold",
+            "gold.csv",
+            "-o",
+            "out",
+        ],
+        "--engine dask",
+    ),
+    Case(
+        "aggregate-dask-no-engine-for-strategy",
+        ["aggregate", "crowd.csv", "-s", "kos", "--engine", "dask", "-o", "out"],
+        "no Dask engine",
+        skip_if="distributed",
+    ),
+    Case(
+        "aggregate-local-workers-0",
+        [
+            "aggregate",
+            "crowd.csv",
+            "-s",
+            "ds",
+            "--engine",
+            "dask",
+            "--local-workers",
+            "0",
+            "-o",
+            "out",
+        ],
+        "--local-workers",
+    ),
+    # ---------------------------------------------------------------- outputs
+    Case(
+        "aggregate-existing-folder",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "out"],
+        OVER,
+        target=("out", "folder"),
+    ),
+    Case(
+        "aggregate-existing-file",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "out"],
+        "is a file",
+        target=("out", "file"),
+    ),
+    Case(
+        "aggregate-dev-null",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "/dev/null"],
+        "character device",
+    ),
+    Case(
+        "aggregate-fifo",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "fifo"],
+        "FIFO",
+        target=("fifo", "fifo"),
+    ),
+    Case(
+        "aggregate-into-current-folder",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", ".", OVER],
+        "the current folder",
+    ),
+    Case(
+        "aggregate-through-a-file",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "crowd.csv/out"],
+        "cannot write crowd.csv/out: Not a directory",
+    ),
+    Case(
+        "aggregate-read-only",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "new/out"],
+        "cannot write new/out: Read-only file system",
+        fault="read-only",
+    ),
+    Case(
+        "aggregate-read-only-at-write",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "new/out"],
+        "cannot write new/out: Read-only file system",
+        fault="read-only-late",
+    ),
+    Case(
+        "aggregate-disk-full",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "new/out"],
+        "cannot write new/out: No space left on device",
+        fault="disk-full",
+    ),
+    Case(
+        "aggregate-disk-full-overwrite",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "out", OVER],
+        "cannot write out: No space left on device",
+        fault="disk-full",
+        target=("out", "folder"),
+    ),
+    Case(
+        "aggregate-rename-fails",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "out", OVER],
+        "cannot write out",
+        fault="rename",
+        target=("out", "folder"),
+    ),
+    Case(
+        "aggregate-memory-error",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "out"],
+        "not enough memory",
+        fault="memory",
+    ),
+    Case(
+        "aggregate-ctrl-c",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "out"],
+        "interrupted",
+        exit=130,
+        fault="interrupt",
+    ),
+    Case(
+        "aggregate-ctrl-c-overwrite",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "out", OVER],
+        "interrupted",
+        exit=130,
+        fault="interrupt",
+        target=("out", "folder"),
+    ),
+    Case(
+        "aggregate-bug",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "out"],
+        "internal error, please report: RuntimeError",
+        exit=70,
+        fault="bug",
+    ),
+    Case(
+        "aggregate-permission-error-on-input",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "out"],
+        "crowd.csv: Permission denied",
+        fault="unreadable",
+    ),
+    # ---------------------------------------------------------------- convert
+    Case(
+        "convert-nonexistent",
+        ["convert", "nonexistent.csv", "-o", "o.csv"],
+        "no such file or directory",
+    ),
+    Case(
+        "convert-existing-file",
+        ["convert", "crowd.csv", "-o", "precious.csv"],
+        OVER,
+        target=("precious.csv", "file"),
+    ),
+    Case("convert-onto-itself", ["convert", "crowd.csv", "-o", "crowd.csv"], OVER),
+    Case(
+        "convert-into-folder",
+        ["convert", "crowd.csv", "-o", "dir", "--to", "csv"],
+        "is a folder",
+        target=("dir", "folder"),
+    ),
+    Case(
+        "convert-into-folder-overwrite",
+        ["convert", "crowd.csv", "-o", "dir", "--to", "csv", OVER],
+        "is a folder",
+        target=("dir", "folder"),
+    ),
+    Case(
+        "convert-existing-peerannot",
+        ["convert", "crowd.csv", "-o", "oldsim", "--to", "peerannot"],
+        OVER,
+        target=("oldsim", "folder"),
+    ),
+    Case(
+        "convert-dev-null",
+        ["convert", "crowd.csv", "-o", "/dev/null", "--to", "csv"],
+        "character device",
+    ),
+    Case(
+        "convert-fifo",
+        ["convert", "crowd.csv", "-o", "fifo", "--to", "csv"],
+        "FIFO",
+        target=("fifo", "fifo"),
+    ),
+    Case("convert-no-ending", ["convert", "crowd.csv", "-o", "out"], "--to"),
+    Case("convert-unknown-ending", ["convert", "crowd.csv", "-o", "out.xyz"], "--from or --to"),
+    Case("convert-unknown-input-ending", ["convert", "data.xyz", "-o", "o.csv"], "--from or --to"),
+    Case("convert-json-not-answers", ["convert", "crowd.csv", "-o", "x.json"], "answers.json"),
+    Case(
+        "convert-matrix-with-ids",
+        ["convert", "crowd.csv", "-o", "m.txt"],
+        "write CSV or Parquet instead",
+    ),
+    Case(
+        "convert-peerannot-duplicates",
+        ["convert", "dup.csv", "--duplicates", "keep", "-o", "p", "--to", "peerannot"],
+        "--duplicates first or last",
+    ),
+    Case("convert-duplicates", ["convert", "dup.csv", "-o", "o.csv"], "--duplicates keep"),
+    Case(
+        "convert-disk-full",
+        ["convert", "crowd.csv", "-o", "o.parquet"],
+        "cannot write o.parquet: No space left on device",
+        fault="disk-full-io",
+    ),
+    # ---------------------------------------------------------------- learn
+    Case(
+        "learn-hidden-0",
+        [
+            "learn",
+            "crowd.csv",
+            "-s",
+            "crowdlayer",
+            "--features",
+            "feats.npy",
+            "--hidden",
+            "0",
+            "-o",
+            "out",
+        ],
+        "--hidden 0",
+    ),
+    Case(
+        "learn-epochs-0",
+        [
+            "learn",
+            "crowd.csv",
+            "-s",
+            "crowdlayer",
+            "--features",
+            "feats.npy",
+            "--epochs",
+            "0",
+            "-o",
+            "out",
+        ],
+        "--epochs",
+    ),
+    Case(
+        "learn-device-banana",
+        [
+            "learn",
+            "crowd.csv",
+            "-s",
+            "crowdlayer",
+            "--features",
+            "feats.npy",
+            "--device",
+            "banana",
+            "-o",
+            "out",
+        ],
+        "--device banana",
+    ),
+    Case(
+        "learn-device-cuda-missing",
+        [
+            "learn",
+            "crowd.csv",
+            "-s",
+            "crowdlayer",
+            "--features",
+            "feats.npy",
+            "--device",
+            "cuda:99",
+            "-o",
+            "out",
+        ],
+        "--device cuda:99",
+    ),
+    Case(
+        "learn-test-labels-unknown-class",
+        [
+            "learn",
+            "crowd.csv",
+            "-s",
+            "crowdlayer",
+            "--features",
+            "feats.npy",
+            "--test-features",
+            "testX.npy",
+            "--test-labels",
+            "testy.txt",
+            "--epochs",
+            "1",
+            "-o",
+            "out",
+        ],
+        "class code(s) 7",
+    ),
+    Case(
+        "learn-test-labels-without-features",
+        [
+            "learn",
+            "crowd.csv",
+            "-s",
+            "crowdlayer",
+            "--features",
+            "feats.npy",
+            "--test-labels",
+            "testy.txt",
+            "-o",
+            "out",
+        ],
+        "--test-features",
+    ),
+    Case("learn-unknown-method", ["learn", "crowd.csv", "-s", "nosuch", "-o", "out"], "nosuch"),
+    Case(
+        "learn-nonexistent",
+        ["learn", "nonexistent.csv", "-s", "crowdlayer", "-o", "out"],
+        "no such file or directory",
+    ),
+    Case(
+        "learn-existing-folder",
+        ["learn", "crowd.csv", "-s", "crowdlayer", "--features", "feats.npy", "-o", "out"],
+        OVER,
+        target=("out", "folder"),
+    ),
+    Case("learn-no-features", ["learn", "crowd.csv", "-s", "crowdlayer", "-o", "out"], "feature"),
+    Case(
+        "learn-bad-features",
+        ["learn", "crowd.csv", "-s", "crowdlayer", "--features", "testy.txt", "-o", "out"],
+        "",
+    ),
+    # ---------------------------------------------------------------- report
+    Case(
+        "report-truth-without-truth", ["report", "crowd.csv", "--truth", "-o", "r.html"], "--truth"
+    ),
+    Case("report-kos-multiclass", ["report", "crowd.csv", "-s", "kos", "-o", "r.html"], "binary"),
+    Case(
+        "report-unknown-strategy",
+        ["report", "crowd.csv", "-s", "nosuch", "-o", "r.html"],
+        "nosuch",
+    ),
+    Case(
+        "report-existing-file",
+        ["report", "binary.csv", "-o", "r.html"],
+        OVER,
+        target=("r.html", "file"),
+    ),
+    Case(
+        "report-onto-folder",
+        ["report", "binary.csv", "-o", "dir"],
+        "is a directory",
+        target=("dir", "folder"),
+    ),
+    Case("report-dev-null", ["report", "binary.csv", "-o", "/dev/null"], "character device"),
+    Case(
+        "report-max-rows-1",
+        ["report", "binary.csv", "--max-worker-rows", "1", "-o", "r.html"],
+        "at least 2",
+    ),
+    Case(
+        "report-nonexistent",
+        ["report", "nonexistent.csv", "-o", "r.html"],
+        "no such file or directory",
+    ),
+    Case(
+        "report-dataset-not-fetched",
+        ["report", "labelme", "--root", "emptydir", "-o", "r.html"],
+        "--root",
+    ),
+    # ---------------------------------------------------------------- identify
+    Case(
+        "identify-pruned-output-bad-ending",
+        [
+            "identify",
+            "crowd.csv",
+            "-o",
+            "out",
+            "--prune",
+            "entropy=0.1",
+            "--pruned-output",
+            "x.dat",
+        ],
+        "--pruned-output x.dat",
+    ),
+    Case(
+        "identify-existing-folder",
+        ["identify", "crowd.csv", "-o", "out"],
+        OVER,
+        target=("out", "folder"),
+    ),
+    Case(
+        "identify-existing-pruned-output",
+        [
+            "identify",
+            "crowd.csv",
+            "-o",
+            "out",
+            "--prune",
+            "entropy=0.1",
+            "--pruned-output",
+            "p.csv",
+        ],
+        OVER,
+        target=("p.csv", "file"),
+    ),
+    Case(
+        "identify-pruned-output-is-output",
+        ["identify", "crowd.csv", "-o", "out", "--prune", "entropy=0.1", "--pruned-output", "out"],
+        "cannot tell the format",
+    ),
+    Case(
+        "identify-pruned-without-prune",
+        ["identify", "crowd.csv", "-o", "out", "--pruned-output", "p.csv"],
+        "--prune",
+    ),
+    Case(
+        "identify-bad-fraction",
+        ["identify", "crowd.csv", "-o", "out", "--prune", "entropy=2"],
+        "FRACTION",
+    ),
+    Case(
+        "identify-unknown-prune-score",
+        ["identify", "crowd.csv", "-o", "out", "--prune", "nosuch=0.1"],
+        "nosuch",
+    ),
+    Case(
+        "identify-unknown-score", ["identify", "crowd.csv", "-o", "out", "-s", "nosuch"], "nosuch"
+    ),
+    Case(
+        "identify-disk-full-second-output",
+        [
+            "identify",
+            "crowd.csv",
+            "-o",
+            "out",
+            "--prune",
+            "entropy=0.1",
+            "--pruned-output",
+            "p.csv",
+        ],
+        "No space left on device",
+        fault="disk-full-io",
+    ),
+    # ---------------------------------------------------------------- simulate
+    Case(
+        "simulate-existing-folder",
+        ["simulate", "independent-confusion", "--n-task", "5", "-o", "out"],
+        OVER,
+        target=("out", "folder"),
+    ),
+    Case(
+        "simulate-foreign-option",
+        ["simulate", "independent-confusion", "--ratio", "0.5", "-o", "out"],
+        "--ratio",
+    ),
+    Case(
+        "simulate-bad-groups",
+        ["simulate", "crowd-on-features", "--groups", "expert", "-o", "out"],
+        "--groups",
+    ),
+    Case(
+        "simulate-dev-null",
+        ["simulate", "independent-confusion", "-o", "/dev/null"],
+        "character device",
+    ),
+    Case(
+        "simulate-million-classes",
+        ["simulate", "independent-confusion", "--n-classes", "1000000", "-o", "out"],
+        "",
+        child=True,
+        notes="under a 3 GiB address-space limit; the io size guard refuses it without one",
+    ),
+    Case(
+        "simulate-negative-tasks",
+        ["simulate", "independent-confusion", "--n-task", "-5", "-o", "out"],
+        "n_task",
+    ),
+    # ---------------------------------------------------------------- datasets, bench
+    Case("datasets-info-unknown", ["datasets", "info", "nosuch"], "nosuch"),
+    Case("datasets-export-unknown", ["datasets", "export", "nosuch", "-o", "o.csv"], "nosuch"),
+    Case(
+        "datasets-export-existing",
+        ["datasets", "export", "labelme", "--root", "emptydir", "-o", "o.csv"],
+        OVER,
+        target=("o.csv", "file"),
+    ),
+    Case(
+        "datasets-export-dev-null",
+        [
+            "datasets",
+            "export",
+            "labelme",
+            "--root",
+            "emptydir",
+            "-o",
+            "/dev/null",
+            "--format",
+            "csv",
+        ],
+        "character device",
+    ),
+    Case(
+        "datasets-export-not-fetched",
+        ["datasets", "export", "labelme", "--root", "emptydir", "-o", "o.csv"],
+        "--root",
+    ),
+    Case("bench-unknown", ["bench", "nosuch"], "unknown benchmark"),
+    Case(
+        "bench-existing-results",
+        ["bench", "labelme", "--out", "res"],
+        OVER,
+        target=("res/labelme.csv", "file"),
+    ),
+    Case(
+        "bench-out-is-a-file", ["bench", "labelme", "--out", "res"], "res", target=("res", "file")
+    ),
+]
+
+IDS = [case.id for case in CASES]
+assert len(IDS) == len(set(IDS)), "case ids must be unique"
+
+
+def markdown_table() -> str:
+    """The table of docs/reliability.md: case id, command, expected outcome."""
+    rows = ["| case | command | expected |", "|---|---|---|"]
+    for case in CASES:
+        outcome = f"exit {case.exit}, one line" + (f" with `{case.expect}`" if case.expect else "")
+        if case.target:
+            outcome += f"; existing `{case.target[0]}` unchanged"
+        if case.fault:
+            outcome += f" (injected fault: {case.fault})"
+        if case.xfail:
+            outcome += " (needs the reader/size-guard fixes)"
+        command = case.command.replace("|", "\\|")
+        rows.append(f"| `{case.id}` | `{command}` | {outcome} |")
+    return "\n".join(rows)
+
+
+BEGIN, END = "<!-- cli-catalogue:begin -->", "<!-- cli-catalogue:end -->"
+
+
+def with_table(document: str) -> str:
+    """``document`` with the text between the catalogue markers replaced by the table."""
+    head, rest = document.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{BEGIN}\n{markdown_table()}\n{END}{tail}"
+
+
+if __name__ == "__main__":
+    # python tests/reliability/cli_cases.py [docs/reliability.md]: print the table, or
+    # rewrite it in the given document.
+    import sys
+    from pathlib import Path
+
+    if len(sys.argv) > 1:
+        path = Path(sys.argv[1])
+        path.write_text(with_table(path.read_text()))
+    else:
+        print(markdown_table())

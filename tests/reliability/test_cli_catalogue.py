@@ -1,0 +1,235 @@
+"""Every bad CLI input in the catalogue (cli_cases.py) fails cleanly and changes nothing.
+
+For each case: the expected exit status, exactly one stderr line starting with
+``crowdlearn: error:``, no traceback, a pre-existing output target byte-identical
+afterwards, and no new file or folder in the working directory (temporary siblings
+included).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import importlib.util
+import os
+import resource
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_cases import CASES, input_files
+from click.testing import CliRunner
+
+from crowdlearn.cli import _output as output_module
+from crowdlearn.cli import cli
+
+PREFIX = "crowdlearn: error:"
+TARGET_BYTES = b"precious: must survive a failed run\n"
+
+
+def _prepare(root: Path, target: tuple[str, str] | None) -> None:
+    for name, content in input_files().items():
+        path = root / name
+        if content is None:
+            path.mkdir(parents=True, exist_ok=True)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+    if target is None:
+        return
+    name, kind = target
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "file":
+        path.write_bytes(TARGET_BYTES)
+    elif kind == "folder":
+        path.mkdir()
+        (path / "old-result.csv").write_bytes(TARGET_BYTES)
+        (path / "sub").mkdir()
+        (path / "sub" / "history.csv").write_bytes(TARGET_BYTES)
+    elif kind == "fifo":
+        os.mkfifo(path)
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every path under ``root`` (hidden ones included) with its type and content hash."""
+    state = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(folder) / name
+            mode = path.lstat().st_mode
+            key = str(path.relative_to(root))
+            if stat.S_ISREG(mode):
+                state[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+            else:
+                state[key] = "dir" if stat.S_ISDIR(mode) else oct(stat.S_IFMT(mode))
+    return state
+
+
+# ---------------------------------------------------------------- injected faults
+
+
+def _fail_writing(exception: BaseException):
+    """A _write_table that writes part of its file, then fails like the OS would."""
+
+    def write_table(frame, path, output_format):
+        target = path.with_suffix(f".{output_format}")
+        target.write_text("partial")
+        if isinstance(exception, OSError):
+            raise OSError(exception.errno, os.strerror(exception.errno), str(target))
+        raise exception
+
+    return write_table
+
+
+def _fail_io_write(data, dest, format=None, **kwargs):
+    Path(dest).write_bytes(b"partial")
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dest))
+
+
+def _inject(fault: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import crowdlearn.cli.aggregate as aggregate_module
+    import crowdlearn.io
+    from crowdlearn.aggregation import MajorityVote
+
+    if fault == "read-only":
+        monkeypatch.setattr(output_module, "_writable", lambda folder: False)
+        monkeypatch.setattr(output_module, "_read_only", lambda path: True)
+    elif fault == "read-only-late":
+
+        class ReadOnlyTempfile:
+            @staticmethod
+            def mkdtemp(prefix="", suffix="", dir=None):
+                path = os.path.join(dir, f"{prefix}x{suffix}")
+                raise OSError(errno.EROFS, os.strerror(errno.EROFS), path)
+
+        monkeypatch.setattr(output_module, "tempfile", ReadOnlyTempfile)
+        # the parent "new" is created before the staging folder fails: it must go too
+    elif fault == "disk-full":
+        monkeypatch.setattr(
+            aggregate_module, "_write_table", _fail_writing(OSError(errno.ENOSPC, "x"))
+        )
+    elif fault == "disk-full-io":
+        monkeypatch.setattr(crowdlearn.io, "write", _fail_io_write)
+    elif fault == "interrupt":
+        monkeypatch.setattr(aggregate_module, "_write_table", _fail_writing(KeyboardInterrupt()))
+    elif fault == "rename":
+        real_rename = os.rename
+        calls = []
+
+        def rename(src, dst):
+            calls.append(src)
+            if len(calls) == 2:  # the staged folder onto the target, after the old moved
+                raise OSError(errno.EXDEV, os.strerror(errno.EXDEV), str(src))
+            real_rename(src, dst)
+
+        monkeypatch.setattr(output_module.os, "rename", rename)
+    elif fault == "memory":
+
+        def fit(self, data, **kwargs):
+            raise MemoryError("Unable to allocate 8.00 EiB for an array")
+
+        monkeypatch.setattr(MajorityVote, "fit", fit)
+    elif fault == "bug":
+
+        def fit(self, data, **kwargs):
+            raise RuntimeError("boom")
+
+        monkeypatch.setattr(MajorityVote, "fit", fit)
+    elif fault == "unreadable":
+
+        def read(source, format=None, **kwargs):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(source))
+
+        monkeypatch.setattr(crowdlearn.io, "read", read)
+    else:  # pragma: no cover - a typo in the catalogue
+        raise AssertionError(fault)
+
+
+# ---------------------------------------------------------------- running a case
+
+CHILD = (
+    "import resource, sys\n"
+    "limit = 3 * 2**30\n"
+    "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
+    "sys.argv[0] = 'crowdlearn'\n"
+    "from crowdlearn.cli import main\n"
+    "main()\n"
+)
+
+
+def _run_child(args: list[str], cwd: Path) -> tuple[int, str]:
+    """Run the CLI in a child under a 3 GiB address-space limit (huge allocations fail
+    with MemoryError instead of taking the machine's memory)."""
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = {**os.environ, "PYTHONPATH": str(src), "CROWDLEARN_DEBUG": ""}
+    process = subprocess.run(
+        [sys.executable, "-c", CHILD, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return process.returncode, process.stderr
+
+
+def _params() -> list:
+    params = []
+    for case in CASES:
+        marks = []
+        if case.xfail:
+            marks.append(pytest.mark.xfail(strict=False, reason=case.xfail))
+        if case.skip_if and importlib.util.find_spec(case.skip_if) is None:
+            marks.append(pytest.mark.skip(reason=f"{case.skip_if} is not installed"))
+        params.append(pytest.param(case, id=case.id, marks=marks))
+    return params
+
+
+def _dev_null_state() -> int:
+    return os.stat("/dev/null").st_mode
+
+
+@pytest.mark.parametrize("case", _params())
+def test_bad_input_fails_cleanly(case, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CROWDLEARN_DEBUG", raising=False)
+    monkeypatch.delenv("CROWDLEARN_DATA", raising=False)
+    _prepare(tmp_path, case.target)
+    before = snapshot(tmp_path)
+    dev_null = _dev_null_state()
+    if case.child:
+        status, stderr = _run_child(case.args, tmp_path)
+    else:
+        if case.fault:
+            _inject(case.fault, monkeypatch)
+        result = CliRunner().invoke(cli, case.args)
+        status, stderr = result.exit_code, result.stderr
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            raise AssertionError("the exception escaped the boundary") from result.exception
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert status == case.exit, stderr
+    assert "Traceback" not in stderr
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith(PREFIX), stderr
+    assert case.expect in lines[0]
+    assert snapshot(tmp_path) == before, "files were created, changed or removed"
+    assert _dev_null_state() == dev_null
+
+
+def test_catalogue_is_large_enough():
+    assert len(CASES) >= 80
+
+
+def test_snapshot_sees_hidden_temporaries(tmp_path):
+    """The no-new-file check would catch a staging folder left behind."""
+    before = snapshot(tmp_path)
+    (tmp_path / ".out.abc.tmp").mkdir()
+    assert snapshot(tmp_path) != before
+
+
+def test_the_child_limit_is_an_address_space_limit():
+    """The child cases rely on RLIMIT_AS existing on this platform."""
+    assert hasattr(resource, "RLIMIT_AS")
