@@ -307,3 +307,23 @@ def test_the_error_line_starts_after_an_open_progress_bar(capsys):
     err = capsys.readouterr().err
     assert err.endswith("\ncrowdlearn: error: interrupted\n")
     del bars
+
+
+def test_convert_to_parquet_moves_the_features_file_with_it(tmp_path):
+    sim = tmp_path / "sim"
+    made = invoke("simulate", "crowd-on-features", "--dataset", "digits", "-o", sim)
+    assert made.exit_code == 0, made.output
+    target = tmp_path / "crowd.parquet"
+    result = invoke("convert", sim, "-o", target)
+    assert result.exit_code == 0, result.output
+    assert listing(tmp_path) == ["crowd.features.npy", "crowd.parquet", "sim"]
+    from crowdlearn.io import read
+
+    assert read(sim).features.shape == read(target).features.shape
+    # Replaced by data without features: the old features file goes too (no stale file).
+    plain = tmp_path / "plain.csv"
+    plain.write_text(CSV)
+    again = invoke("convert", plain, "-o", target, "--overwrite")
+    assert again.exit_code == 0, again.output
+    assert listing(tmp_path) == ["crowd.parquet", "plain.csv", "sim"]
+    assert read(target).features is None

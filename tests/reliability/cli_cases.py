@@ -111,7 +111,6 @@ class Case:
         return "crowdlearn " + " ".join(self.args)
 
 
-IO = "io helper: size guards / reader fixes"
 OVER = "--overwrite"
 
 CASES: list[Case] = [
@@ -189,13 +188,11 @@ CASES: list[Case] = [
         "aggregate-parquet-list-labels",
         ["aggregate", "listlabels.parquet", "-s", "mv", "-o", "out"],
         "label",
-        xfail=IO,
     ),
     Case(
         "aggregate-parquet-datetime-labels",
         ["aggregate", "datelabels.parquet", "-s", "mv", "-o", "out"],
         "label",
-        xfail=IO,
     ),
     # ---------------------------------------------------------------- options
     Case(
@@ -597,7 +594,7 @@ CASES: list[Case] = [
     Case(
         "report-dataset-not-fetched",
         ["report", "labelme", "--root", "emptydir", "-o", "r.html"],
-        "--root",
+        "--data-root",
     ),
     # ---------------------------------------------------------------- identify
     Case(
@@ -734,7 +731,7 @@ CASES: list[Case] = [
     Case(
         "datasets-export-not-fetched",
         ["datasets", "export", "labelme", "--root", "emptydir", "-o", "o.csv"],
-        "--root",
+        "--data-root",
     ),
     Case("bench-unknown", ["bench", "nosuch"], "unknown benchmark"),
     Case(

@@ -67,11 +67,12 @@ def _kind_of(mode: int) -> str:
 class _Target:
     """One declared output: a file or a folder, with its staging place."""
 
-    def __init__(self, path: str, kind: str, option: str) -> None:
+    def __init__(self, path: str, kind: str, option: str, optional: bool = False) -> None:
         self.name = path
         self.path = Path(path)
         self.kind = kind
         self.option = option
+        self.optional = optional
         self.staging_dir: Path | None = None
         self.created_parents: list[Path] = []
         self.old: Path | None = None
@@ -113,12 +114,18 @@ class Outputs:
         """Declare an output folder; refuse it now if it may not be written."""
         return self._declare(path, "folder", option)
 
-    def file(self, path: str, option: str = "-o") -> _Target:
-        """Declare an output file; refuse it now if it may not be written."""
-        return self._declare(path, "file", option)
+    def file(self, path: str, option: str = "-o", optional: bool = False) -> _Target:
+        """Declare an output file; refuse it now if it may not be written.
 
-    def _declare(self, path: str, kind: str, option: str) -> _Target:
-        target = _Target(str(path), kind, option)
+        An ``optional`` file is one the run may not produce (the features file beside a
+        Parquet file, for data without features): when it is not written, the commit
+        removes an older file at its path (with ``--overwrite``), so no stale companion
+        is left beside the new output.
+        """
+        return self._declare(path, "file", option, optional)
+
+    def _declare(self, path: str, kind: str, option: str, optional: bool = False) -> _Target:
+        target = _Target(str(path), kind, option, optional)
         for other in self.targets:
             if _same_place(other.path, target.path):
                 raise ValueError(
@@ -244,6 +251,8 @@ class Outputs:
                     )
                     os.rename(current.path, current.old / "previous")
                 done.append(current)
+                if current.optional and not os.path.lexists(current.staged):
+                    continue
                 os.rename(current.staged, current.path)
         except OSError as error:
             # Undo in reverse order: remove what was moved into place, put back the old.

@@ -97,4 +97,17 @@ def declare_data_output(
         folder = outputs.folder(str(path))
         return lambda data: write(data, folder.staged, format="peerannot")
     file = outputs.file(output)
-    return lambda data: write(data, file.staged, format=fmt)
+    if fmt != "parquet":
+        return lambda data: write(data, file.staged, format=fmt)
+    # Parquet keeps the features in a file beside it: a second output of the command.
+    from crowdlearn.io.longform import features_path
+
+    companion = outputs.file(str(features_path(path)), optional=True)
+
+    def write_parquet(data: Any) -> None:
+        write(data, file.staged, format=fmt)
+        written = features_path(file.staged)
+        if written.exists():
+            written.replace(companion.staged)
+
+    return write_parquet
