@@ -30,7 +30,10 @@ def test_sigint_during_a_long_aggregate_leaves_no_output(tmp_path):
         [
             sys.executable,
             "-c",
-            "import sys; sys.argv[0] = 'crowdlearn'; from crowdlearn.cli import main; main()",
+            # stderr is a pipe here, so bars are off by default: pretend a terminal, so
+            # that the bar tells when the fit is under way.
+            "import sys; sys.argv[0] = 'crowdlearn'; import crowdlearn._progress as p; "
+            "p.stderr_is_terminal = lambda: True; from crowdlearn.cli import main; main()",
             "aggregate",
             "big.parquet",
             "-s",
