@@ -1,6 +1,6 @@
 """``python -m crowdlearn``: the same as the ``crowdlearn`` command."""
 
-from crowdlearn.cli import main
+from crowdlearn._console import main
 
 if __name__ == "__main__":
     main()

@@ -49,9 +49,10 @@ def parse_columns(
 
 @contextlib.contextmanager
 def notes_on_stderr() -> Iterator[None]:
-    """Print recognised-columns warnings as ``crowdlearn: note: using columns ...``;
-    other warnings go to the usual handler."""
-    from crowdlearn.data import ColumnsRecognizedWarning
+    """Print recognised-columns warnings as ``crowdlearn: note: using columns ...`` and
+    data warnings (ids that differ only by spaces, ``1`` and ``1.0`` as two classes) as
+    one ``crowdlearn: warning: ...`` line; other warnings go to the usual handler."""
+    from crowdlearn.data import ColumnsRecognizedWarning, CrowdDataWarning
 
     with warnings.catch_warnings():
         # "always": a note per read, even when the same code read before in this process.
@@ -62,6 +63,10 @@ def notes_on_stderr() -> Iterator[None]:
             if isinstance(message, ColumnsRecognizedWarning):
                 described = ", ".join(f"{r}={n}" for r, n in message.columns.items())
                 click.echo(f"crowdlearn: note: using columns {described}", err=True)
+                return
+            if isinstance(message, CrowdDataWarning):
+                text = " ".join(str(message).split())
+                click.echo(f"crowdlearn: warning: {text}", err=True)
                 return
             previous(message, category, *args, **kwargs)
 
