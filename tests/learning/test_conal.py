@@ -151,7 +151,10 @@ def test_common_rates_of_chosen_workers():
     crowd, X_test, _ = noisy_crowd(n_train=120)
     model = CoNAL(max_epochs=2).fit(crowd)
     everyone = model.common_rates(X_test)
-    np.testing.assert_allclose(model.common_rates(X_test, workers=[5, 2]), everyone[:, [5, 2]])
+    # float32 products of other shapes may round differently in the last bit
+    np.testing.assert_allclose(
+        model.common_rates(X_test, workers=[5, 2]), everyone[:, [5, 2]], rtol=1e-6
+    )
     with pytest.raises(ValueError, match="worker codes"):
         model.common_rates(X_test, workers=[crowd.n_workers])
 
