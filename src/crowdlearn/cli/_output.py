@@ -227,7 +227,7 @@ class Outputs:
             if name is None:
                 continue
             for target in self.targets:
-                if target.staging_dir is not None and _inside(Path(name), target.staging_dir):
+                if target.staging_dir is not None and inside(Path(name), target.staging_dir):
                     return target
         # Errors without a path (a full disk in a C writer): the only target, if one.
         if error.filename is None and len(self.targets) == 1:
@@ -311,7 +311,8 @@ def _make_parents(folder: Path) -> list[Path]:
     return created
 
 
-def _inside(path: Path, folder: Path) -> bool:
+def inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or lies below it."""
     try:
         path.absolute().relative_to(folder.absolute())
     except ValueError:

@@ -11,7 +11,7 @@ import click
 from crowdlearn._atomic import atomic_open
 from crowdlearn._lazy import lazy_module
 from crowdlearn.cli._app import cli
-from crowdlearn.cli._output import Outputs, require_input
+from crowdlearn.cli._output import Outputs, inside, require_input
 from crowdlearn.cli._reading import reading_options
 from crowdlearn.data import CrowdDataError
 
@@ -53,14 +53,6 @@ def _parse_prune(pairs: tuple[str, ...]) -> dict[str, float]:
             )
         prune[name.strip()] = fraction
     return prune
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    try:
-        path.absolute().relative_to(folder.absolute())
-    except ValueError:
-        return False
-    return True
 
 
 def pruned_copy(data: CrowdData, frames: dict[str, Any], prune: dict[str, float]) -> CrowdData:
@@ -186,7 +178,7 @@ def identify(
             pruned_format = detect_format(pruned_output)  # refuse an unknown ending now
         except CrowdDataError as error:
             raise CrowdDataError(f"--pruned-output {error}") from None
-        if _inside(Path(pruned_output), Path(output)):
+        if inside(Path(pruned_output), Path(output)):
             pruned_target = Path(pruned_output).absolute().relative_to(Path(output).absolute())
         elif pruned_format == "peerannot":
             raise CrowdDataError(
