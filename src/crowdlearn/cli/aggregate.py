@@ -71,6 +71,37 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _worker_document(model: Any, crowd: Any) -> dict[str, dict[str, Any]]:
+    """The learned per-worker parameters, keyed by parameter name, then worker id."""
+    return {
+        attribute.rstrip("_"): {
+            str(worker): _jsonable(value)
+            for worker, value in zip(
+                crowd.worker_ids.tolist(), getattr(model, attribute), strict=True
+            )
+        }
+        for attribute in model.worker_attributes
+        if hasattr(model, attribute)
+    }
+
+
+def _summary(model: Any, crowd: Any, **extra: Any) -> dict[str, Any]:
+    """summary.json: the strategy, its parameters, the data's sizes and the fit's state."""
+    summary = {
+        "strategy": type(model).__name__,
+        "params": {k: _jsonable(v) for k, v in model.get_params().items()},
+        "classes": [_jsonable(c) for c in crowd.classes],
+        "n_tasks": crowd.n_tasks,
+        "n_workers": crowd.n_workers,
+        "n_annotations": crowd.n_annotations,
+        **extra,
+    }
+    for attribute in ("priors_", "n_iter_", "converged_"):
+        if hasattr(model, attribute):
+            summary[attribute.rstrip("_")] = _jsonable(getattr(model, attribute))
+    return summary
+
+
 def aggregation_outputs(model: Any, data: CrowdData) -> dict[str, Any]:
     """The tables and documents the command writes, keyed by file stem."""
     task_index = pd.Index(data.task_ids, name="task")
@@ -81,29 +112,11 @@ def aggregation_outputs(model: Any, data: CrowdData) -> dict[str, Any]:
     for name in model.task_attributes:
         labels[name.rstrip("_")] = getattr(model, name)
     probas = pd.DataFrame(model.probas_, index=task_index, columns=[str(c) for c in data.classes])
-    workers = {
-        name.rstrip("_"): {
-            str(worker): _jsonable(value)
-            for worker, value in zip(data.worker_ids.tolist(), getattr(model, name), strict=True)
-        }
-        for name in model.worker_attributes
-    }
-    summary = {
-        "strategy": type(model).__name__,
-        "params": {k: _jsonable(v) for k, v in model.get_params().items()},
-        "classes": [_jsonable(c) for c in data.classes],
-        "n_tasks": data.n_tasks,
-        "n_workers": data.n_workers,
-        "n_annotations": data.n_annotations,
-    }
-    for name in ("priors_", "n_iter_", "converged_"):
-        if hasattr(model, name):
-            summary[name.rstrip("_")] = _jsonable(getattr(model, name))
     return {
         "labels": labels.reset_index(),
         "probas": probas.reset_index(),
-        "workers": workers,
-        "summary": summary,
+        "workers": _worker_document(model, data),
+        "summary": _summary(model, data),
         "history": getattr(model, "history_", None),
     }
 
@@ -301,29 +314,8 @@ def _write_dask_outputs(model: Any, folder: Path, output_format: str) -> list[st
     if hasattr(model, "history_"):
         written.append(_write_table(model.history_, folder / "history", output_format).name)
     crowd = model.crowd_
-    workers = {
-        attribute.rstrip("_"): {
-            str(worker): _jsonable(value)
-            for worker, value in zip(
-                crowd.worker_ids.tolist(), getattr(model, attribute), strict=True
-            )
-        }
-        for attribute in model.worker_attributes
-        if hasattr(model, attribute)
-    }
-    summary = {
-        "strategy": type(model).__name__,
-        "engine": "dask",
-        "params": {k: _jsonable(v) for k, v in model.get_params().items()},
-        "classes": [_jsonable(c) for c in crowd.classes],
-        "n_tasks": crowd.n_tasks,
-        "n_workers": crowd.n_workers,
-        "n_annotations": crowd.n_annotations,
-        "npartitions": crowd.npartitions,
-    }
-    for attribute in ("priors_", "n_iter_", "converged_"):
-        if hasattr(model, attribute):
-            summary[attribute.rstrip("_")] = _jsonable(getattr(model, attribute))
+    workers = _worker_document(model, crowd)
+    summary = _summary(model, crowd, engine="dask", npartitions=crowd.npartitions)
     for stem, document in (("workers", workers), ("summary", summary)):
         with atomic_open(folder / f"{stem}.json") as handle:
             json.dump(document, handle, indent=1)
