@@ -198,7 +198,7 @@ def test_recovers_the_simulated_groups_and_beats_majority_vote():
     )
     test = cmm_gaussians(n_per_class=200, n_annotators=5, mean_labels=1, seed=11)
     X_test, y_test = test.features, test.truth
-    model = CrowdMixture(lr=0.01, max_epochs=30).fit(data)
+    model = CrowdMixture(lr=0.01, max_epochs=30, standardize=False).fit(data, valid=None)
     np.testing.assert_allclose(model.group_weights_.sum(), 1.0)
     np.testing.assert_allclose(model.group_confusions_.sum(axis=2), 1.0)
     # annotators fall in their simulated groups, up to a permutation of the groups
@@ -218,7 +218,7 @@ def test_recovers_the_simulated_groups_and_beats_majority_vote():
         model.confusions_, annotator_confusions(model.annotator_groups_, model.group_confusions_)
     )
     np.testing.assert_allclose(model.annotator_groups(data), model.annotator_groups_, atol=1e-6)
-    majority = TwoStage(lr=0.01, max_epochs=30).fit(data)
+    majority = TwoStage(lr=0.01, max_epochs=30).fit(data, valid=None)
     accuracy = np.mean(model.predict(X_test) == y_test)
     assert accuracy > np.mean(majority.predict(X_test) == y_test) + 0.1
     assert accuracy > 0.8
@@ -227,14 +227,14 @@ def test_recovers_the_simulated_groups_and_beats_majority_vote():
 def test_global_setting_on_anonymous_data_and_vote_counts(gaussians):
     data, _, (X_test, y_test) = gaussians
     params = dict(setting="global", pre_train_epochs=3, lr=0.01, max_epochs=12)
-    anonymous = CrowdMixture(**params).fit(data.anonymous())
+    anonymous = CrowdMixture(**params).fit(data.anonymous(), valid=None)
     counts = CrowdData.from_counts(data.vote_counts, features=data.features)
-    from_counts = CrowdMixture(**params).fit(counts)
+    from_counts = CrowdMixture(**params).fit(counts, valid=None)
     np.testing.assert_allclose(from_counts.group_confusions_, anonymous.group_confusions_)
     np.testing.assert_allclose(from_counts.targets_, anonymous.targets_)
     assert not hasattr(anonymous, "annotator_groups_")
     assert anonymous.history_["log_likelihood"].isna().sum() == 3  # pre-training epochs
-    majority = TwoStage(lr=0.01, max_epochs=12).fit(data)
+    majority = TwoStage(lr=0.01, max_epochs=12).fit(data, valid=None)
     accuracy = np.mean(anonymous.predict(X_test) == y_test)
     assert accuracy > np.mean(majority.predict(X_test) == y_test) + 0.1
     groups = anonymous.annotation_groups(counts)
@@ -249,11 +249,11 @@ def test_global_setting_on_anonymous_data_and_vote_counts(gaussians):
 def test_restarts_keep_the_most_likely_run(gaussians):
     data, _, _ = gaussians
     params = dict(init="random", max_epochs=4, random_state=3)
-    model = CrowdMixture(n_restarts=3, **params).fit(data)
+    model = CrowdMixture(n_restarts=3, **params).fit(data, valid=None)
     assert len(model.restart_log_likelihoods_) == 3
     best = int(np.argmax(model.restart_log_likelihoods_))
     assert model.log_likelihood_ == max(model.restart_log_likelihoods_)
-    single = CrowdMixture(**{**params, "random_state": 3 + best}).fit(data)
+    single = CrowdMixture(**{**params, "random_state": 3 + best}).fit(data, valid=None)
     np.testing.assert_array_equal(model.group_confusions_, single.group_confusions_)
     np.testing.assert_array_equal(model.annotator_groups_, single.annotator_groups_)
 
@@ -274,7 +274,7 @@ def test_save_and_load_round_trip(gaussians, tmp_path):
 def test_checkpoint_resume_continues_em_exactly(gaussians, tmp_path, monkeypatch, crash_epoch):
     data, _, _ = gaussians
     params = dict(pre_train_epochs=2, max_epochs=6, tol=0.0, random_state=1)
-    uninterrupted = CrowdMixture(**params).fit(data)
+    uninterrupted = CrowdMixture(**params).fit(data, valid=None)
 
     class Crash(Exception):
         pass
@@ -290,8 +290,8 @@ def test_checkpoint_resume_continues_em_exactly(gaussians, tmp_path, monkeypatch
     with monkeypatch.context() as patch:
         patch.setattr(CrowdMixture, "_epoch_end", crash)
         with pytest.raises(Crash):
-            CrowdMixture(**params, checkpoint_dir=directory).fit(data)
-    resumed = CrowdMixture(**params, checkpoint_dir=directory, resume=True).fit(data)
+            CrowdMixture(**params, checkpoint_dir=directory).fit(data, valid=None)
+    resumed = CrowdMixture(**params, checkpoint_dir=directory, resume=True).fit(data, valid=None)
     np.testing.assert_array_equal(resumed.group_confusions_, uninterrupted.group_confusions_)
     np.testing.assert_array_equal(resumed.annotator_groups_, uninterrupted.annotator_groups_)
     np.testing.assert_array_equal(resumed.targets_, uninterrupted.targets_)

@@ -169,9 +169,9 @@ def test_two_step_split_follows_t():
 
 def test_history_counts_low_entropy_tasks(crowd):
     data, _X, _y = crowd
-    model = CrowdInG(max_epochs=2, gan_epochs=1, updates_per_epoch=1, t=1.0).fit(data)
+    model = CrowdInG(max_epochs=2, gan_epochs=1, updates_per_epoch=1, t=1.0).fit(data, valid=None)
     assert model.history_["n_low"].iloc[1] == data.n_tasks
-    model = CrowdInG(max_epochs=2, gan_epochs=1, updates_per_epoch=1, t=0.0).fit(data)
+    model = CrowdInG(max_epochs=2, gan_epochs=1, updates_per_epoch=1, t=0.0).fit(data, valid=None)
     assert model.history_["n_low"].iloc[1] == 0
 
 

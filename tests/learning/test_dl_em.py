@@ -145,12 +145,12 @@ def test_dl_em_beats_majority_vote_and_recovers_the_confusions():
 def test_restarts_keep_the_most_likely_run():
     crowd, _, X_test, _ = spammer_crowd(n_train=150)
     params = dict(max_epochs=4, lr=0.01, tol=0.0, random_state=3)
-    model = DLEM(n_restarts=3, **params).fit(crowd)
+    model = DLEM(n_restarts=3, **params).fit(crowd, valid=None)
     assert len(model.restart_log_likelihoods_) == 3
     assert model.log_likelihood_ == max(model.restart_log_likelihoods_)
     assert len(set(model.restart_log_likelihoods_)) == 3
     best = int(np.argmax(model.restart_log_likelihoods_))
-    single = DLEM(**{**params, "random_state": 3 + best}).fit(crowd)
+    single = DLEM(**{**params, "random_state": 3 + best}).fit(crowd, valid=None)
     np.testing.assert_array_equal(model.predict_proba(X_test), single.predict_proba(X_test))
     np.testing.assert_array_equal(model.confusions_, single.confusions_)
     assert model.get_params()["n_restarts"] == 3 and model.random_state == 3
@@ -159,7 +159,7 @@ def test_restarts_keep_the_most_likely_run():
 def test_checkpoint_resume_reproduces_an_uninterrupted_run(tmp_path, monkeypatch):
     crowd, _, X_test, _ = spammer_crowd(n_train=150)
     params = dict(max_epochs=5, tol=0.0, random_state=2)
-    uninterrupted = DLEM(**params, checkpoint_dir=tmp_path / "a").fit(crowd)
+    uninterrupted = DLEM(**params, checkpoint_dir=tmp_path / "a").fit(crowd, valid=None)
 
     class Crash(Exception):
         pass
@@ -174,8 +174,8 @@ def test_checkpoint_resume_reproduces_an_uninterrupted_run(tmp_path, monkeypatch
     with monkeypatch.context() as patch:
         patch.setattr(DLEM, "_e_step", crash_in_third_e_step)
         with pytest.raises(Crash):
-            DLEM(**params, checkpoint_dir=tmp_path / "b").fit(crowd)
-    resumed = DLEM(**params, checkpoint_dir=tmp_path / "b", resume=True).fit(crowd)
+            DLEM(**params, checkpoint_dir=tmp_path / "b").fit(crowd, valid=None)
+    resumed = DLEM(**params, checkpoint_dir=tmp_path / "b", resume=True).fit(crowd, valid=None)
     assert len(resumed.history_) == 5
     np.testing.assert_array_equal(
         resumed.predict_proba(X_test), uninterrupted.predict_proba(X_test)

@@ -41,7 +41,7 @@ def test_agreement_weights_by_hand():
 
 def test_doctor_net_learns_and_votes(crowd):
     data, X, y = crowd
-    model = DoctorNet(max_epochs=15).fit(data, (X, y))
+    model = DoctorNet(max_epochs=15, calibrate=False, standardize=False).fit(data, (X, y))
     weights = model.vote_weights_
     assert weights.shape == (data.n_workers,) and weights.sum() == pytest.approx(1)
     proba = model.predict_proba(X)
@@ -56,7 +56,7 @@ def test_doctor_net_learns_and_votes(crowd):
         )
         mixed = torch.einsum("brk,r->bk", heads, net.vote_weights)
     assert np.allclose(proba[:5], mixed.numpy(), atol=1e-5)
-    hard = DoctorNet(vote="hard", max_epochs=3).fit(data)
+    hard = DoctorNet(vote="hard", max_epochs=3).fit(data, valid=None)
     assert np.allclose(hard.predict_proba(X).sum(axis=1), 1)
 
 
@@ -70,7 +70,7 @@ def test_doctor_net_save_load(crowd, tmp_path):
 
 def test_dl_cl_self_completes_every_pair(crowd):
     data, _X, _y = crowd
-    model = CrowdLayerSelf(max_epochs=3).fit(data)
+    model = CrowdLayerSelf(max_epochs=3).fit(data, valid=None)
     missing = data.n_tasks * data.n_workers - data.n_annotations
     assert model.history_["n_pseudo"].tolist() == [0, missing]
     assert len(model.pseudo_) == missing

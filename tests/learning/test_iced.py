@@ -192,7 +192,7 @@ def test_iced_raises_dawid_skene_minority_recall_over_the_real_labels_alone():
             decoder_epochs=20,
             random_state=seed,
             device="cpu",
-        ).fit(data)
+        ).fit(data, valid=None)
         # the "before" value is Dawid-Skene on the real labels alone
         assert model.ds_accuracy_before_ == pytest.approx(ds_accuracy)
         assert model.ds_minority_recall_before_ == pytest.approx(ds_recall)
@@ -241,7 +241,9 @@ def test_warmup_strategies_train_on_the_certainty_groups():
     data, _, _ = imbalanced_crowd(1, n=200)
     counts = {}
     for warmup in ("iced", "trad-1", "trad-2"):
-        model = fast(warmup=warmup, warmup_epochs=2, n_rounds=0, max_epochs=6).fit(data)
+        model = fast(warmup=warmup, warmup_epochs=2, n_rounds=0, max_epochs=6).fit(
+            data, valid=None
+        )
         epochs = model.epoch_history_
         assert len(epochs) == 6 and (epochs["n_synthetic"] == 0).all()
         counts[warmup] = epochs["n_training_tasks"].tolist()
@@ -269,7 +271,7 @@ def test_three_classes_are_oversampled_to_the_largest():
     right = rng.random(len(task)) < 0.8
     label = np.where(right, y[task], (y[task] + rng.integers(1, 3, len(task))) % 3)
     data = CrowdData(task, worker, label, n_classes=3, features=X, truth=y)
-    model = fast(n_rounds=1, max_epochs=4, random_state=2).fit(data)
+    model = fast(n_rounds=1, max_epochs=4, random_state=2).fit(data, valid=None)
     assert set(np.unique(model.synthetic_classes_)) <= {0, 1, 2}
     assert model.predict_proba(X[:3]).shape == (3, 3)
     # the labels that chose the synthetic counts were Dawid-Skene's on the real labels

@@ -86,7 +86,7 @@ def imbalanced():
 def test_rounds_never_pick_an_observed_or_repeated_pair(imbalanced, selection):
     crowd, _, _ = imbalanced
     model = SelfCrowd(n_per_round=150, n_rounds=3, selection=selection, max_epochs=3)
-    model.fit(crowd)
+    model.fit(crowd, valid=None)
     pseudo = model.pseudo_
     per_round = model.history_["n_selected"].to_numpy()[1:]
     if selection == "balanced":  # the quotas can be capped by rare classes' candidates
@@ -138,6 +138,7 @@ def test_valid_stopping_keeps_the_best_round_and_round_models(imbalanced):
         round_patience=1,
         keep_round_models=True,
         max_epochs=3,
+        calibrate=False,
     ).fit(crowd, valid=(X[:80], y[:80]))
     history = model.history_
     assert history["valid_acc"].notna().all()
@@ -155,7 +156,10 @@ def test_continue_retraining_and_checkpoints_per_round(imbalanced, tmp_path):
     model = SelfCrowd(
         n_per_round=50, n_rounds=2, retrain="continue", max_epochs=2, checkpoint_dir=tmp_path
     ).fit(crowd)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["round-0", "round-1", "round-2"]
+    # crowd validation (the default) trains on the training share, in ``selection``
+    assert [p.name for p in tmp_path.iterdir()] == ["selection"]
+    rounds = sorted(p.name for p in (tmp_path / "selection").iterdir())
+    assert rounds == ["round-0", "round-1", "round-2"]
     assert model.confusions_.shape == (crowd.n_workers, 3, 3)
     again = SelfCrowd(
         n_per_round=50,
@@ -193,7 +197,7 @@ def test_same_seed_same_result_and_save_load(imbalanced, tmp_path):
 def test_bad_parameters_raise(imbalanced, params, message):
     crowd, _, _ = imbalanced
     with pytest.raises(ValueError, match=message):
-        SelfCrowd(max_epochs=1, **params).fit(crowd)
+        SelfCrowd(max_epochs=1, **params).fit(crowd, valid=None)
 
 
 def test_anonymous_data_is_refused(imbalanced):

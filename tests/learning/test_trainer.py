@@ -197,7 +197,9 @@ def test_checkpoint_resume_gives_the_weights_of_an_uninterrupted_run(tmp_path, m
         resumed.history_["valid_loss"], uninterrupted.history_["valid_loss"]
     )
     with pytest.raises(CrowdDataError, match="another configuration"):
-        CrowdLayer("VW", **params, checkpoint_dir=tmp_path / "b", resume=True).fit(crowd)
+        CrowdLayer("VW", **params, checkpoint_dir=tmp_path / "b", resume=True).fit(
+            crowd, valid=valid
+        )
 
 
 def test_save_and_load_round_trip(tmp_path):

@@ -16,8 +16,11 @@ loop, and a method only supplies:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import inspect
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -31,6 +34,18 @@ from torch import nn
 from crowdlearn._atomic import atomic_path
 from crowdlearn.data import CrowdData, CrowdDataError, TaskInputs
 from crowdlearn.data.inputs import as_inputs
+from crowdlearn.learning._validation import (
+    TruthValidation,
+    as_validator,
+    crowd_split,
+    warn_too_small,
+)
+
+#: True while a learner's top-level fit runs: learners fitted inside it (rounds,
+#: pre-trainings, restarts) skip standardisation, crowd validation and calibration.
+_INSIDE_FIT: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "crowdlearn_inside_fit", default=False
+)
 
 #: Hyperparameters every learner takes (after its own), with their defaults: the
 #: Crowd Layer paper's recipe on LabelMe (MLP with 128 hidden units and dropout 0.5,
@@ -53,6 +68,10 @@ TRAINING_PARAMS: dict[str, Any] = {
     "progress": "auto",
     "checkpoint_dir": None,
     "resume": False,
+    "standardize": "auto",
+    "valid_share": 0.2,
+    "refit": True,
+    "calibrate": True,
 }
 
 
@@ -94,6 +113,25 @@ class BaseLearner(BaseEstimator):
         Write a checkpoint there after every epoch.
     resume : bool, default False
         Continue from the checkpoint in ``checkpoint_dir`` when there is one.
+    standardize : bool or "auto", default "auto"
+        Standardise the inputs with the mean and standard deviation of the training
+        instances (a constant feature is only centred); the fitted scaler is kept in
+        ``scaler_`` and applied by ``predict_proba``. "auto" standardises flat feature
+        vectors and leaves images (inputs of more than one dimension) as they are;
+        pass False for embeddings whose scale means something.
+    valid_share : float, default 0.2
+        With ``valid="crowd"``: the share of the annotated training tasks held out
+        (stratified by their majority-vote class, seeded by ``random_state``).
+    refit : bool, default False
+        With ``valid="crowd"``: after choosing the number of epochs on the held-out
+        share, train again on every task for that many epochs. Off by default: on the
+        ``crowdlearn bench real-learning`` evaluation it did not improve accuracy on
+        average and it doubles the cost (see BENCHMARKS.md).
+    calibrate : bool, default True
+        Temperature scaling of ``predict_proba`` on the validation data: with
+        ``valid="crowd"`` the temperature that maximises the held-out annotations'
+        Dawid-Skene likelihood (no truth), with ``valid=(X, y)`` the one that
+        minimises the log-loss; ``temperature_`` holds it (1.0 without validation).
 
     Attributes (after ``fit``)
     --------------------------
@@ -106,7 +144,17 @@ class BaseLearner(BaseEstimator):
         ``valid_loss`` (when validation data were given), ``lr``, ``seconds``, and
         method-specific columns.
     best_epoch_ : int
-        Epoch whose weights were kept (the last one without validation data).
+        Epoch whose weights were kept (the last one without validation data; with
+        ``refit``, the number of epochs of the refit).
+    scaler_ : (ndarray, ndarray) or None
+        Mean and scale the inputs were standardised with (see ``standardize``).
+    temperature_ : float
+        Temperature of ``predict_proba`` (see ``calibrate``).
+    validation_ : str
+        How the epoch was chosen: "crowd", "truth", "none", or "none (too few tasks)".
+    selection_history_ : DataFrame or None
+        With ``refit``: the history of the fit on the training share that chose the
+        number of epochs.
     """
 
     #: Whether the method needs worker identities.
@@ -148,19 +196,25 @@ class BaseLearner(BaseEstimator):
 
     # ------------------------------------------------------------------ public API
 
-    def fit(self, data: CrowdData, valid: tuple[Any, Any] | None = None) -> BaseLearner:
+    def fit(self, data: CrowdData, valid: Any = "crowd") -> BaseLearner:
         """Train on the crowd ``data`` (its ``inputs`` or ``features`` are the instances).
 
         Parameters
         ----------
         data : CrowdData
-        valid : (X, y), optional
-            Validation instances and their class codes (as returned by
-            :func:`crowdlearn.datasets.load`), for model selection and early stopping.
-            Never pass the test split here.
-        """
-        from crowdlearn.learning._trainer import Trainer
+        valid : "crowd", None or (X, y), default "crowd"
+            How the epoch (and, in EM learners, the restart) whose weights are kept is
+            chosen:
 
+            * ``"crowd"``: without any truth, on a held-out share of the training
+              tasks (``valid_share``), by the held-out annotations' log-likelihood
+              under the learner's noise model (see
+              :mod:`crowdlearn.learning._validation`); ``refit`` then trains again on
+              every task, and ``calibrate`` fits the temperature;
+            * ``None``: no selection, the last epoch is kept;
+            * ``(X, y)``: validation instances and their class codes (as returned by
+              :func:`crowdlearn.datasets.load`). Never pass the test split here.
+        """
         if not isinstance(data, CrowdData):
             raise TypeError(f"fit expects a CrowdData, got {type(data).__name__}")
         if self.needs_workers and data.is_anonymous:
@@ -168,13 +222,104 @@ class BaseLearner(BaseEstimator):
                 f"{type(self).__name__} models each worker and needs worker ids; the data "
                 "are anonymous (use TwoStage or CrowdMixture(setting='global'))"
             )
-        Trainer(self).fit(data, training_inputs(data), _valid_pair(valid, data.n_classes))
+        if _INSIDE_FIT.get():
+            # a learner trained inside another one's fit (a round, a pre-training, a
+            # restart): the outer fit has standardised the data and handles validation
+            inner = None if isinstance(valid, str) and valid == "crowd" else valid
+            self._fit(data, as_validator(inner, data.n_classes))
+            return self
+        token = _INSIDE_FIT.set(True)
+        try:
+            self._fit_outer(data, valid)
+        finally:
+            _INSIDE_FIT.reset(token)
         return self
+
+    def _fit(self, data: CrowdData, valid: Any) -> None:
+        """Train on ``data`` with a validator (or None); methods with their own loop
+        (rounds, stages, restarts) override this."""
+        from crowdlearn.learning._trainer import Trainer
+
+        Trainer(self).fit(data, training_inputs(data), valid)
+
+    def _fit_outer(self, data: CrowdData, valid: Any) -> None:
+        if self.calibrate not in (True, False) or self.refit not in (True, False):
+            raise ValueError("calibrate and refit must be True or False")
+        data, scaler = standardised(data, self.standardize)
+        self.scaler_, self.temperature_ = None, 1.0  # during training: raw outputs
+        self.selection_history_ = None
+        temperature = 1.0
+        if isinstance(valid, str):
+            if valid != "crowd":
+                raise CrowdDataError(
+                    f"valid must be 'crowd', None or an (X, y) pair, got {valid!r}"
+                )
+            split = crowd_split(data, self.valid_share, self.random_state)
+            if split is None:
+                warn_too_small(data, self.valid_share)
+                self._fit(data, None)
+                self.validation_ = "none (too few tasks)"
+            else:
+                train, validator = split
+                with self._checkpoints("selection"):
+                    self._fit(train, validator)
+                self.validation_ = "crowd"
+                if self.calibrate:
+                    temperature = validator.fit_temperature(self)
+                if self.refit and self._refit_supported:
+                    with self._checkpoints("refit"):
+                        self._refit(data)
+        else:
+            validator = as_validator(valid, data.n_classes)
+            if isinstance(validator, TruthValidation) and scaler is not None:
+                validator = TruthValidation(
+                    ScaledInputs(validator.inputs, *scaler), validator.labels
+                )
+            self._fit(data, validator)
+            self.validation_ = "none" if validator is None else "truth"
+            if self.calibrate and isinstance(validator, TruthValidation):
+                temperature = truth_temperature(self, validator)
+        self.scaler_, self.temperature_ = scaler, temperature
+
+    @contextlib.contextmanager
+    def _checkpoints(self, part: str) -> Iterator[None]:
+        """With crowd validation, the fit on the training share and the refit keep
+        their checkpoints in sub-folders ``selection`` and ``refit`` of
+        ``checkpoint_dir`` (so ``resume`` continues either)."""
+        saved = self.checkpoint_dir
+        if saved is not None:
+            self.checkpoint_dir = Path(saved) / part
+        try:
+            yield
+        finally:
+            self.checkpoint_dir = saved
+
+    #: Whether ``refit`` can retrain this learner for its selected number of epochs
+    #: (False for learners with rounds or stages, whose epochs do not add up).
+    _refit_supported: ClassVar[bool] = True
+
+    def _refit(self, data: CrowdData) -> None:
+        """Train again on every task for the selected number of epochs."""
+        selection = self.history_
+        changes: dict[str, Any] = {"max_epochs": max(int(self.best_epoch_), 1), "patience": None}
+        chosen = getattr(self, "chosen_random_state_", None)
+        if chosen is not None:  # EM learners: the selected restart's seed, once
+            changes.update(random_state=chosen, n_restarts=1)
+        saved = {name: getattr(self, name) for name in changes}
+        try:
+            for name, value in changes.items():
+                setattr(self, name, value)
+            self._fit(data, None)
+        finally:
+            for name, value in saved.items():
+                setattr(self, name, value)
+        self.selection_history_ = selection
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities of new instances, shape (n, n_classes)."""
         self._check_fitted()
-        inputs = as_inputs(X)
+        inputs = self._user_inputs(X)
+        temperature = float(getattr(self, "temperature_", 1.0))
         module = self.module_["classifier"]
         device = next(module.parameters()).device
         module.eval()
@@ -183,10 +328,17 @@ class BaseLearner(BaseEstimator):
             for start in range(0, len(inputs), 4 * self.batch_size):
                 rows = np.arange(start, min(start + 4 * self.batch_size, len(inputs)))
                 logits = module(torch.as_tensor(inputs.take(rows), device=device))
-                chunks.append(torch.softmax(logits, dim=1).cpu().numpy())
+                chunks.append(torch.softmax(logits / temperature, dim=1).cpu().numpy())
         if not chunks:
             return np.zeros((0, len(self.classes_)))
         return np.concatenate(chunks).astype(np.float64)
+
+    def _user_inputs(self, X: Any) -> TaskInputs:
+        """The user's instances as the classifier sees them (standardised with
+        ``scaler_`` when the fit standardised its inputs)."""
+        inputs = as_inputs(X)
+        scaler = getattr(self, "scaler_", None)
+        return inputs if scaler is None else ScaledInputs(inputs, *scaler)
 
     def predict(self, X: Any) -> np.ndarray:
         """Most probable class code of new instances."""
@@ -204,6 +356,9 @@ class BaseLearner(BaseEstimator):
             "history": self.history_,
             "best_epoch": self.best_epoch_,
             "method_state": self._method_state(),
+            "scaler": getattr(self, "scaler_", None),
+            "temperature": getattr(self, "temperature_", 1.0),
+            "validation": getattr(self, "validation_", "none"),
         }
         with atomic_path(path) as tmp:
             torch.save(payload, tmp)
@@ -224,6 +379,9 @@ class BaseLearner(BaseEstimator):
         learner.history_ = payload["history"]
         learner.best_epoch_ = payload["best_epoch"]
         learner._load_method_state(payload["method_state"])
+        learner.scaler_ = payload.get("scaler")
+        learner.temperature_ = payload.get("temperature", 1.0)
+        learner.validation_ = payload.get("validation", "none")
         return learner
 
     # ------------------------------------------------------------------ method hooks
@@ -235,6 +393,14 @@ class BaseLearner(BaseEstimator):
 
     def _loss(self, batch: Any, logits: torch.Tensor, noise: nn.Module | None) -> torch.Tensor:
         raise NotImplementedError
+
+    def _crowd_log_likelihood(
+        self, batch: Any, logits: torch.Tensor, noise: nn.Module | None
+    ) -> torch.Tensor | None:
+        """Per task of the batch, ``log p(its annotations | x)`` under the method's noise
+        model, shape (B,); None when the method has none (crowd validation then scores
+        the agreement with Dawid-Skene). Called in evaluation mode on held-out tasks."""
+        return None
 
     def _prepare(self, data: CrowdData, inputs: TaskInputs) -> None:
         """Before the first epoch (not called again when resuming a checkpoint)."""
@@ -298,21 +464,97 @@ def training_inputs(data: CrowdData) -> TaskInputs:
 
 
 def _valid_pair(valid: Any, n_classes: int) -> tuple[TaskInputs, np.ndarray] | None:
-    if valid is None:
+    """``(inputs, labels)`` of an ``(X, y)`` pair or a truth validator (checked)."""
+    validator = as_validator(valid, n_classes)
+    if validator is None:
         return None
-    try:
-        features, labels = valid
-    except (TypeError, ValueError):
-        raise CrowdDataError("valid must be an (X, y) pair") from None
-    inputs = as_inputs(features)
-    labels = np.asarray(labels, dtype=np.int64)
-    if labels.shape != (len(inputs),):
-        raise CrowdDataError(
-            f"valid has {len(inputs)} instances but {labels.shape} labels; y must be 1-D"
+    if not isinstance(validator, TruthValidation):
+        raise CrowdDataError("this method needs valid=(X, y) with true labels")
+    return validator.inputs, validator.labels
+
+
+class ScaledInputs:
+    """Inputs standardised on the fly: ``(x - mean) / scale`` (float32)."""
+
+    def __init__(self, inputs: TaskInputs, mean: np.ndarray, scale: np.ndarray) -> None:
+        self.inputs = inputs
+        self.mean = np.asarray(mean, dtype=np.float32)
+        self.scale = np.asarray(scale, dtype=np.float32)
+
+    def __len__(self) -> int:
+        return len(self.inputs)
+
+    @property
+    def item_shape(self) -> tuple[int, ...]:
+        return self.inputs.item_shape
+
+    def take(self, indices: np.ndarray) -> np.ndarray:
+        return ((self.inputs.take(indices) - self.mean) / self.scale).astype(np.float32)
+
+    def subset(self, indices: np.ndarray) -> ScaledInputs:
+        return ScaledInputs(self.inputs.subset(indices), self.mean, self.scale)
+
+
+def standardised(
+    data: CrowdData, standardize: Any
+) -> tuple[CrowdData, tuple[np.ndarray, np.ndarray] | None]:
+    """``data`` with standardised inputs and the ``(mean, scale)`` used (None when not
+    standardised; see ``standardize`` in :class:`BaseLearner`)."""
+    if standardize not in (True, False, "auto"):
+        raise ValueError(f"standardize must be True, False or 'auto', got {standardize!r}")
+    if standardize is False:
+        return data, None
+    inputs = training_inputs(data)
+    if len(inputs.item_shape) != 1:
+        if standardize is True:
+            raise CrowdDataError(
+                f"standardize=True needs flat feature vectors; the inputs have shape "
+                f"{inputs.item_shape} (use standardize='auto' or False for images)"
+            )
+        return data, None
+    values = np.asarray(inputs.take(np.arange(len(inputs))), dtype=np.float64)
+    if not np.all(np.isfinite(values)):
+        raise CrowdDataError("the features contain NaN or infinite values")
+    mean = values.mean(axis=0) if len(values) else np.zeros(inputs.item_shape)
+    scale = values.std(axis=0) if len(values) else np.ones(inputs.item_shape)
+    scale = np.where(scale > 0, scale, 1.0)
+    scaler = (mean.astype(np.float32), scale.astype(np.float32))
+    if data.inputs is None:
+        scaled = ((values - mean) / scale).astype(np.float32)
+        return data._replace(features=scaled), scaler
+    return data._replace(inputs=ScaledInputs(data.inputs, *scaler)), scaler
+
+
+def truth_temperature(learner: BaseLearner, valid: TruthValidation) -> float:
+    """The temperature that minimises the log-loss on ``valid`` (classic temperature
+    scaling, Guo et al. 2017)."""
+    from scipy.optimize import minimize_scalar
+    from scipy.special import log_softmax
+
+    from crowdlearn.learning._validation import TEMPERATURE_RANGE
+
+    module = learner.module_["classifier"]
+    device = next(module.parameters()).device
+    module.eval()
+    with torch.no_grad():
+        logits = np.concatenate(
+            [
+                module(torch.as_tensor(valid.inputs.take(rows), device=device))
+                .double()
+                .cpu()
+                .numpy()
+                for rows in np.array_split(
+                    np.arange(len(valid.labels)), max(1, -(-len(valid.labels) // 1024))
+                )
+            ]
         )
-    if len(labels) and (labels.min() < 0 or labels.max() >= n_classes):
-        raise CrowdDataError(f"valid labels must be class codes 0..{n_classes - 1}")
-    return inputs, labels
+    picked = np.arange(len(valid.labels)), valid.labels
+
+    def loss(log_t: float) -> float:
+        return -float(log_softmax(logits / np.exp(log_t), axis=1)[picked].sum())
+
+    low, high = np.log(TEMPERATURE_RANGE)
+    return float(np.exp(minimize_scalar(loss, bounds=(low, high), method="bounded").x))
 
 
 def _same_value(value: Any, default: Any) -> bool:

@@ -11,7 +11,8 @@ Each trainer epoch is one EM iteration:
 
 ``n_restarts`` runs the whole fit with seeds ``random_state, random_state + 1, ...`` and
 keeps the run with the highest final log-likelihood (as the CMM paper does for DL-EM and
-CMM). A subclass implements ``_initial_targets``, ``_m_step`` and ``_e_step``.
+CMM), or, with crowd validation (``valid="crowd"``), the run with the best held-out
+score. A subclass implements ``_initial_targets``, ``_m_step`` and ``_e_step``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from sklearn.base import clone
 from crowdlearn._progress import format_postfix, progress_bar, progress_scope
 from crowdlearn.data import CrowdData, TaskInputs
 from crowdlearn.learning._trainer import EpochContext
+from crowdlearn.learning._validation import CrowdValidation
 from crowdlearn.learning.two_stage import _TargetLearner
 
 
@@ -46,14 +48,17 @@ class EMLearner(_TargetLearner):
     tol: float
     n_restarts: int
 
-    def fit(self, data: CrowdData, valid: tuple[Any, Any] | None = None) -> EMLearner:
-        """Run EM (``n_restarts`` times, keeping the most likely run)."""
+    def _fit(self, data: CrowdData, valid: Any) -> None:
+        """Run EM (``n_restarts`` times, keeping the most likely run; with crowd
+        validation, the run of best held-out score)."""
         if self.n_restarts < 1:
             raise ValueError(f"n_restarts must be at least 1, got {self.n_restarts}")
         if self.n_restarts == 1:
-            super().fit(data, valid)
+            super()._fit(data, valid)
             self.restart_log_likelihoods_ = [self.log_likelihood_]
-            return self
+            self.chosen_random_state_ = self.random_state
+            return
+        by_crowd = isinstance(valid, CrowdValidation)
         best, likelihoods = None, []
         with progress_scope(self.progress) as show:
             # one bar over the restarts; each restart's epochs nest under it
@@ -73,14 +78,14 @@ class EMLearner(_TargetLearner):
                 )
                 run.fit(data, valid)
                 likelihoods.append(run.log_likelihood_)
-                if best is None or run.log_likelihood_ > best.log_likelihood_:
-                    best = run  # only the most likely run so far is kept in memory
+                if best is None or _better(run, best, by_crowd):
+                    best = run  # only the best run so far is kept in memory
                 bar.set_postfix(format_postfix({"best_log_likelihood": best.log_likelihood_}))
             bar.close()
         fitted = {name: value for name, value in vars(best).items() if name.endswith("_")}
         vars(self).update(fitted)
         self.restart_log_likelihoods_ = likelihoods
-        return self
+        self.chosen_random_state_ = best.random_state
 
     # ------------------------------------------------------------------ EM steps
 
@@ -115,3 +120,9 @@ class EMLearner(_TargetLearner):
 
     def _method_state(self) -> dict[str, Any]:
         return {**super()._method_state(), "log_likelihood_": self.log_likelihood_}
+
+
+def _better(run: EMLearner, best: EMLearner, by_crowd: bool) -> bool:
+    if by_crowd:
+        return run.valid_score_ > best.valid_score_
+    return run.log_likelihood_ > best.log_likelihood_

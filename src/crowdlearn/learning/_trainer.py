@@ -28,7 +28,15 @@ from crowdlearn.learning._batches import TaskBatcher
 
 CHECKPOINT_NAME = "checkpoint.pt"
 #: History columns shown after the epoch bar (the ones a method has).
-POSTFIX = ("stage", "round", "train_loss", "valid_accuracy", "valid_loss", "log_likelihood")
+POSTFIX = (
+    "stage",
+    "round",
+    "train_loss",
+    "valid_accuracy",
+    "valid_loss",
+    "valid_crowd_ll",
+    "log_likelihood",
+)
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -108,8 +116,10 @@ class Trainer:
         self,
         data: CrowdData,
         inputs: TaskInputs,
-        valid: tuple[TaskInputs, np.ndarray] | None,
+        valid: Any,
     ) -> None:
+        """Train ``learner``; ``valid`` is a validator of
+        :mod:`crowdlearn.learning._validation` or None."""
         # one decision for the whole fit: an aggregator fitted in ``_prepare`` (two-stage,
         # ICED) shows its bar exactly when the learner does
         with progress_scope(self.learner.progress) as show:
@@ -119,7 +129,7 @@ class Trainer:
         self,
         data: CrowdData,
         inputs: TaskInputs,
-        valid: tuple[TaskInputs, np.ndarray] | None,
+        valid: Any,
         show: bool,
     ) -> None:
         learner = self.learner
@@ -161,8 +171,8 @@ class Trainer:
             if scheduler is not None:
                 scheduler.step()
             if valid is not None:
-                row.update(_evaluate(module["classifier"], valid, learner.batch_size, device))
-                self._select(module, row, progress, epoch)
+                row.update(valid.evaluate(learner, module, device))
+                self._select(module, row, progress, epoch, valid)
             progress.history.append(row)
             progress.epoch = epoch + 1
             progress.finished = context.stop or (
@@ -188,6 +198,7 @@ class Trainer:
         learner.classes_ = data.classes
         learner.history_ = history_frame(progress.history)
         learner.best_epoch_ = progress.best_epoch
+        learner.valid_score_ = progress.best_score
 
     def _train_epoch(
         self, context: EpochContext, optimizer: torch.optim.Optimizer, rng: np.random.Generator
@@ -216,13 +227,15 @@ class Trainer:
         return row
 
     def _select(
-        self, module: nn.ModuleDict, row: dict[str, Any], progress: _Progress, epoch: int
+        self,
+        module: nn.ModuleDict,
+        row: dict[str, Any],
+        progress: _Progress,
+        epoch: int,
+        valid: Any,
     ) -> None:
         """Keep the weights of the best validation epoch."""
-        if self.learner.selection_metric == "accuracy":
-            score = row["valid_accuracy"]
-        else:
-            score = -row["valid_loss"]
+        score = valid.score(row, self.learner.selection_metric)
         if progress.best_score is None or score > progress.best_score:
             progress.best_score = score
             progress.best_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
@@ -265,18 +278,6 @@ def _scheduler(learner: BaseLearner, optimizer: torch.optim.Optimizer) -> Any:
         milestones = [learner.max_epochs // 2, (3 * learner.max_epochs) // 4]
         return torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones, gamma=0.1)
     raise ValueError(f"lr_schedule must be None, 'cosine' or 'step', got {learner.lr_schedule!r}")
-
-
-def _evaluate(
-    module: nn.Module, valid: tuple[TaskInputs, np.ndarray], batch: int, device: torch.device
-) -> dict[str, float]:
-    inputs, labels = valid
-    probas = predict_in_batches(module, inputs, np.arange(len(inputs)), 4 * batch, device)
-    picked = np.clip(probas[np.arange(len(labels)), labels], 1e-12, None)
-    return {
-        "valid_accuracy": float(np.mean(probas.argmax(axis=1) == labels)),
-        "valid_loss": float(-np.mean(np.log(picked))),
-    }
 
 
 # ---------------------------------------------------------------------- checkpoints

@@ -498,16 +498,9 @@ class CrowdMixture(EMLearner):
         self.n_restarts = n_restarts
         super().__init__(**training)
 
-    def fit(self, data: CrowdData, valid: tuple[Any, Any] | None = None) -> CrowdMixture:
-        """Run EM on the crowd ``data`` (``n_restarts`` times, keeping the most likely run).
-
-        Parameters
-        ----------
-        data : CrowdData
-            With features (or inputs); the Individual setting needs worker ids.
-        valid : (X, y), optional
-            Validation instances and class codes (model selection, early stopping).
-        """
+    def _fit(self, data: CrowdData, valid: Any) -> None:
+        """Run EM on the crowd ``data`` (``n_restarts`` times, keeping the most likely run);
+        the Individual setting needs worker ids."""
         self._check_parameters()
         if self.setting == "individual" and isinstance(data, CrowdData) and data.is_anonymous:
             raise CrowdDataError(
@@ -517,9 +510,26 @@ class CrowdMixture(EMLearner):
         for name in _LEARNED:  # no state of an earlier fit leaks into checkpoints
             vars(self).pop(name, None)
         self._posteriors: np.ndarray | None = None
-        super().fit(data, valid)
+        super()._fit(data, valid)
         self._posteriors = None  # (P, M, K): only needed during training
-        return self
+
+    def _crowd_log_likelihood(self, batch: Any, logits: Any, noise: Any) -> Any:
+        """Per task, the sum over its annotations of ``log p(y | x)`` of eq. 1-3, with the
+        mixed confusion ``sum_m alpha_m beta^(m)`` of the last M-step (each annotation
+        has its own group and class in the model)."""
+        import torch
+
+        weights = getattr(self, "group_weights_", None)
+        groups = getattr(self, "group_confusions_", None)
+        if weights is None or groups is None:  # pre-training epochs: no crowd model yet
+            return torch.full((len(batch.tasks),), -torch.inf, device=logits.device)
+        mixed = np.einsum("m,mkj->kj", np.asarray(weights), np.asarray(groups))
+        mixed_t = torch.as_tensor(mixed, device=logits.device).double()
+        proba = torch.softmax(logits.double(), dim=1)
+        log_annotation = torch.log((proba[batch.position] @ mixed_t).clamp_min(1e-12))
+        picked = log_annotation.gather(1, batch.label[:, None]).squeeze(1)
+        total = torch.zeros(len(batch.tasks), dtype=picked.dtype, device=picked.device)
+        return total.index_add_(0, batch.position, picked)
 
     # ------------------------------------------------------------------ public API
 

@@ -36,9 +36,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from crowdlearn.data.inputs import as_inputs
 from crowdlearn.learning._base import BaseLearner
 from crowdlearn.learning._batches import TaskBatch
+from crowdlearn.learning._validation import independent_log_likelihood
 
 #: Units of the first layer of the instance embedding (the paper's 128).
 INSTANCE_HIDDEN = 128
@@ -197,7 +197,7 @@ class CoNAL(BaseLearner):
         codes = np.arange(n_workers) if workers is None else np.asarray(workers, dtype=np.int64)
         if codes.ndim != 1 or (len(codes) and (codes.min() < 0 or codes.max() >= n_workers)):
             raise ValueError(f"workers must be a 1-D array of worker codes 0..{n_workers - 1}")
-        inputs = as_inputs(X)
+        inputs = self._user_inputs(X)
         noise = self.module_["noise"]
         device = noise.common.device
         chunk = 4 * self.batch_size
@@ -237,3 +237,17 @@ class CoNAL(BaseLearner):
         outputs = torch.softmax(logits, dim=1) if self.on == "probabilities" else logits
         annotator_logits = noise(outputs, batch.x, batch.position, batch.worker)
         return F.cross_entropy(annotator_logits, batch.label) - self.lam * noise.divergence()
+
+    def _crowd_log_likelihood(
+        self, batch: TaskBatch, logits: torch.Tensor, noise: nn.Module | None
+    ) -> torch.Tensor:
+        """Per task, the sum of its annotations' log-probabilities under the common and
+        individual confusions (without the divergence regulariser)."""
+        outputs = torch.softmax(logits, dim=1) if self.on == "probabilities" else logits
+        annotator_logits = noise(outputs, batch.x, batch.position, batch.worker)
+        return independent_log_likelihood(
+            torch.log_softmax(annotator_logits, dim=1),
+            batch.position,
+            batch.label,
+            len(batch.tasks),
+        )

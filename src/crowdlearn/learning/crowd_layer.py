@@ -26,6 +26,7 @@ from torch import nn
 
 from crowdlearn.learning._base import BaseLearner
 from crowdlearn.learning._batches import TaskBatch
+from crowdlearn.learning._validation import independent_log_likelihood
 
 Variant = Literal["MW", "VW", "VB", "VW+B", "SW"]
 VARIANTS = ("MW", "VW", "VB", "VW+B", "SW")
@@ -136,6 +137,20 @@ class CrowdLayer(BaseLearner):
         outputs = torch.softmax(logits, dim=1) if self.on == "probabilities" else logits
         annotator_logits = noise(outputs[batch.position], batch.worker)
         return F.cross_entropy(annotator_logits, batch.label)
+
+    def _crowd_log_likelihood(
+        self, batch: TaskBatch, logits: torch.Tensor, noise: nn.Module | None
+    ) -> torch.Tensor:
+        """Per task, the sum of its annotations' log-probabilities under the annotators'
+        layers (annotations are independent given the instance)."""
+        outputs = torch.softmax(logits, dim=1) if self.on == "probabilities" else logits
+        annotator_logits = noise(outputs[batch.position], batch.worker)
+        return independent_log_likelihood(
+            torch.log_softmax(annotator_logits, dim=1),
+            batch.position,
+            batch.label,
+            len(batch.tasks),
+        )
 
     @property
     def confusions_(self) -> np.ndarray:

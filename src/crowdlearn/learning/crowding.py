@@ -83,7 +83,6 @@ from crowdlearn.data import CrowdData, CrowdDataError
 from crowdlearn.learning._base import (
     TRAINING_PARAMS,
     BaseLearner,
-    _valid_pair,
     training_inputs,
 )
 from crowdlearn.learning._trainer import predict_in_batches, resolve_device
@@ -429,6 +428,8 @@ class CrowdInG(BaseLearner):
         ``classifier``, ``generator``, ``discriminator``.
     """
 
+    _refit_supported = False  # rounds or stages: their epochs do not add up
+
     def __init__(
         self,
         lam: float = 0.1,
@@ -513,13 +514,13 @@ class CrowdInG(BaseLearner):
 
     # ------------------------------------------------------------------ fit
 
-    def fit(self, data: CrowdData, valid: tuple[Any, Any] | None = None) -> CrowdInG:
+    def _fit(self, data: CrowdData, valid: Any) -> None:
         """Pre-train (Crowd Layer, G, D), then run the CrowdInG epochs (module doc)."""
         self._check(data)
         with progress_scope(self.progress) as show:
-            return self._fit(data, valid, show)
+            self._fit_stages(data, valid, show)
 
-    def _fit(self, data: CrowdData, valid: tuple[Any, Any] | None, show: bool) -> CrowdInG:
+    def _fit_stages(self, data: CrowdData, valid: Any, show: bool) -> None:
         stages = ["Crowd Layer pre-training", "G pre-training", "D pre-training", "CrowdInG"]
         if self.final == "crowdlayer":
             stages.append("DL-CL+InG retraining")
@@ -529,7 +530,6 @@ class CrowdInG(BaseLearner):
         )
         stage_bar.set_postfix(stage=stages[0])
         inputs = training_inputs(data)
-        valid_pair = _valid_pair(valid, data.n_classes) if valid is not None else None
         device = resolve_device(self.device)
         torch.manual_seed(self.random_state)
         rng = np.random.default_rng(self.random_state)
@@ -580,17 +580,11 @@ class CrowdInG(BaseLearner):
                 row.update(d_loss=np.nan, g_loss=np.nan, c_loss=np.nan, info_loss=np.nan)
                 row.update(n_low=np.nan, mu=np.nan)
             row["train_loss"] = row["c_loss"]
-            if valid_pair is not None:
-                probas = predict_in_batches(
-                    module["classifier"],
-                    valid_pair[0],
-                    np.arange(len(valid_pair[1])),
-                    4 * self.batch_size,
-                    device,
-                )
-                row["valid_accuracy"] = float(np.mean(probas.argmax(axis=1) == valid_pair[1]))
-                if best is None or row["valid_accuracy"] > best[0]:
-                    best = (row["valid_accuracy"], epoch, _copy_state(module["classifier"]))
+            if valid is not None:
+                row.update(valid.evaluate(self, module, device))
+                score = valid.score(row, "accuracy")
+                if best is None or score > best[0]:
+                    best = (score, epoch, _copy_state(module["classifier"]))
             row["seconds"] = time.perf_counter() - start
             rows.append(row)
             shown = ("d_loss", "g_loss", "c_loss", "valid_accuracy")
@@ -624,7 +618,6 @@ class CrowdInG(BaseLearner):
             self.best_epoch_ = retrained.best_epoch_
             stage_bar.update()
         stage_bar.close()
-        return self
 
     def expanded_annotations(
         self, data: CrowdData, expand: Literal["selected", "all"] | None = None
@@ -643,7 +636,7 @@ class CrowdInG(BaseLearner):
         expand = self.expand if expand is None else expand
         if expand not in ("selected", "all"):
             raise ValueError(f"expand must be 'selected' or 'all', got {expand!r}")
-        inputs = training_inputs(data)
+        inputs = self._user_inputs(training_inputs(data))
         module = self.module_
         device = next(module.parameters()).device
         n, r = data.n_tasks, data.n_workers

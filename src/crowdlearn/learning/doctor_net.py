@@ -31,6 +31,7 @@ from torch import nn
 from crowdlearn.data import CrowdData, TaskInputs
 from crowdlearn.learning._base import BaseLearner
 from crowdlearn.learning._batches import TaskBatch
+from crowdlearn.learning._validation import independent_log_likelihood
 from crowdlearn.learning.backbones import MLP
 
 
@@ -163,6 +164,18 @@ class DoctorNet(BaseLearner):
         net = self._current
         hidden = net.last_hidden[batch.position]
         return F.cross_entropy(net.head_logits(hidden, batch.worker), batch.label)
+
+    def _crowd_log_likelihood(
+        self, batch: TaskBatch, logits: torch.Tensor, noise: nn.Module | None
+    ) -> torch.Tensor:
+        """Per task, the sum of its annotations' log-probabilities under their
+        annotators' heads (the forward pass that gave ``logits`` left the trunk's
+        output in ``last_hidden``)."""
+        net = self._current
+        head = net.head_logits(net.last_hidden[batch.position], batch.worker)
+        return independent_log_likelihood(
+            torch.log_softmax(head, dim=1), batch.position, batch.label, len(batch.tasks)
+        )
 
     def _method_state(self) -> dict[str, Any]:
         return {"_weights": getattr(self, "_weights", None)}

@@ -413,6 +413,8 @@ class ICED(BaseLearner):
     (2, 2)
     """
 
+    _refit_supported = False  # rounds or stages: their epochs do not add up
+
     needs_workers: ClassVar[bool] = True
 
     def __init__(
@@ -451,18 +453,12 @@ class ICED(BaseLearner):
 
     # ------------------------------------------------------------------ public API
 
-    def fit(self, data: CrowdData, valid: tuple[Any, Any] | None = None) -> ICED:
+    def _fit(self, data: CrowdData, valid: Any) -> None:
         """Warm up, then run rounds of synthesis, truth inference and training.
 
-        Parameters
-        ----------
-        data : CrowdData
-            The crowd, with ``features`` (or ``inputs``) and worker ids.
-        valid : (X, y), optional
-            Validation instances and class codes, for model selection (see
-            :meth:`BaseLearner.fit`): the classifier keeps the weights of its best
-            validation epoch (possibly a warm-up epoch), while ``labels_`` and the
-            scores are those of the last round. Never pass the test split here.
+        With validation (see :meth:`BaseLearner.fit`) the classifier keeps the weights
+        of its best validation epoch (possibly a warm-up epoch), while ``labels_`` and
+        the scores are those of the last round.
         """
         self._check_params()
         if isinstance(data, CrowdData):
@@ -470,10 +466,9 @@ class ICED(BaseLearner):
                 raise CrowdDataError(f"ICED needs at least 2 classes, got {data.n_classes}")
             training_inputs(data)  # a clear error when the data have no features
             self._check_schedule()
-        super().fit(data, valid)
+        super()._fit(data, valid)
         self.epoch_history_ = self.history_
         self.history_ = _rounds_table(self.epoch_history_)
-        return self
 
     # ------------------------------------------------------------------ trainer hooks
 

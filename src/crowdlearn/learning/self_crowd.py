@@ -47,8 +47,7 @@ import torch
 
 from crowdlearn._progress import format_postfix, progress_bar, progress_scope
 from crowdlearn.data import CrowdData, CrowdDataError
-from crowdlearn.data.inputs import as_inputs
-from crowdlearn.learning._base import TRAINING_PARAMS, _valid_pair, training_inputs
+from crowdlearn.learning._base import TRAINING_PARAMS, training_inputs
 from crowdlearn.learning._trainer import predict_in_batches, resolve_device
 from crowdlearn.learning.crowd_layer import CrowdLayer, Variant
 from crowdlearn.metrics import self_crowd_r
@@ -229,16 +228,17 @@ class SelfCrowd(CrowdLayer):
 
     # ------------------------------------------------------------------ public API
 
-    def fit(self, data: CrowdData, valid: tuple[Any, Any] | None = None) -> SelfCrowd:
+    _refit_supported = False  # rounds of pseudo-labelling: their epochs do not add up
+
+    def _fit(self, data: CrowdData, valid: Any) -> None:
         """Train the Crowd Layer, then run the self-training rounds (see the class doc)."""
         self._check_parameters(data, valid)
         # one bar over the rounds; each round's Crowd Layer epochs nest under it
         with progress_scope(self.progress) as show:
-            return self._fit_rounds(data, valid, show)
+            self._fit_rounds(data, valid, show)
 
     def _fit_rounds(self, data: CrowdData, valid: Any, show: bool) -> SelfCrowd:
         inputs = training_inputs(data)
-        valid_pair = _valid_pair(valid, data.n_classes) if valid is not None else None
         rng = np.random.default_rng(self.random_state)
         n_pairs = data.n_tasks * data.n_workers
         taken = np.zeros(n_pairs, dtype=bool)
@@ -282,8 +282,9 @@ class SelfCrowd(CrowdLayer):
                 round_models.append(model.module_["classifier"])
             selected = np.concatenate(pseudo["label"]) if pseudo["label"] else np.zeros(0, int)
             valid_acc = np.nan
-            if valid_pair is not None:
-                valid_acc = _accuracy(model, *valid_pair)
+            if valid is not None:
+                device = next(model.module_.parameters()).device
+                valid_acc = valid.score(valid.evaluate(model, model.module_, device), "accuracy")
             rows.append(
                 {
                     "round": round_,
@@ -342,7 +343,7 @@ class SelfCrowd(CrowdLayer):
             raise ValueError("fit with keep_round_models=True to score every round")
         if not 0 <= round_ < len(self.round_models_):
             raise ValueError(f"round_ must be in 0..{len(self.round_models_) - 1}, got {round_}")
-        inputs = as_inputs(X)
+        inputs = self._user_inputs(X)
         classifier = self.round_models_[round_]
         device = next(classifier.parameters()).device
         return predict_in_batches(

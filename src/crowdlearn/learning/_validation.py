@@ -1,0 +1,301 @@
+"""Model selection with or without ground truth: what ``fit(data, valid=...)`` scores.
+
+A learner's ``valid`` argument becomes one of two validators that the trainer calls
+after every epoch:
+
+* :class:`TruthValidation` (``valid=(X, y)``): accuracy and log-loss of the classifier on
+  labelled instances the user holds out;
+* :class:`CrowdValidation` (``valid="crowd"``, the default): no truth at all. A seeded
+  share of the training tasks (stratified by their majority-vote class) is held out
+  with all its annotations; the learner trains on the rest, and each epoch is scored by
+  the **held-out annotations' log-likelihood under the learner's own noise model**
+  (``_crowd_log_likelihood``: the Crowd Layer's annotator layers, CoNAL's confusions,
+  DL-EM's and CMM's confusion matrices, Doctor Net's heads), per annotation. A learner
+  without a noise model of its own (two-stage learners, ICED, CrowdInG) is scored by its
+  **agreement with Dawid-Skene** on the held-out tasks: the log-likelihood of their
+  annotations when the classifier is the class prior and the annotators have the
+  confusion matrices that Dawid-Skene estimates from the crowd (feature-blind, every
+  annotation, no truth). That likelihood is ``log sum_k f_k(x) prod_a pi_a[k, y_a]``,
+  i.e. the classifier's agreement with the Dawid-Skene posterior of the task divided by
+  the class prior, so it rewards a classifier that puts its mass where the crowd's
+  posterior does.
+
+The same Dawid-Skene likelihood fits the temperature of the classifier (temperature
+scaling, ``calibrate=True``): the temperature that maximises the held-out tasks'
+likelihood, so that ``predict_proba`` is calibrated without a single true label.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from crowdlearn.data import CrowdData, CrowdDataError, TaskInputs
+from crowdlearn.data.inputs import as_inputs
+
+#: Default share of the annotated training tasks held out by ``valid="crowd"``.
+VALID_SHARE = 0.2
+#: Fewest held-out tasks for crowd validation; with fewer the learner keeps its last
+#: epoch (and says so in a warning).
+MIN_HELD_TASKS = 5
+#: Temperatures searched by :meth:`CrowdValidation.fit_temperature` (log-spaced).
+TEMPERATURE_RANGE = (0.05, 20.0)
+
+
+class CrowdValidationWarning(UserWarning):
+    """The data are too small for crowd validation: the last epoch is kept."""
+
+
+def latent_class_log_likelihood(
+    log_proba: torch.Tensor,
+    position: torch.Tensor,
+    worker: torch.Tensor | None,
+    label: torch.Tensor,
+    log_confusions: torch.Tensor,
+) -> torch.Tensor:
+    """Per task, ``log sum_k p_k(x) prod_a pi_{r_a}[k, y_a]`` (shape (B,)).
+
+    Parameters
+    ----------
+    log_proba : Tensor (B, K)
+        Log class probabilities of the batch's tasks.
+    position, worker, label : Tensor (A,)
+        The batch's annotations (as in :class:`~crowdlearn.learning._batches.TaskBatch`);
+        ``worker`` None means one pooled confusion (``log_confusions`` of shape (1, K, K)).
+    log_confusions : Tensor (W, K, K)
+        ``[r, k, l]``: log-probability that annotator ``r`` answers ``l`` on class ``k``.
+    """
+    rows = torch.zeros_like(label) if worker is None else worker
+    per_annotation = log_confusions[rows, :, label]  # (A, K)
+    summed = torch.zeros_like(log_proba).index_add_(0, position, per_annotation)
+    return torch.logsumexp(log_proba + summed, dim=1)
+
+
+def independent_log_likelihood(
+    log_annotation: torch.Tensor, position: torch.Tensor, label: torch.Tensor, n_tasks: int
+) -> torch.Tensor:
+    """Per task, ``sum_a log p(y_a | x, r_a)`` from per-annotation log-probabilities
+    ``log_annotation`` (A, K) (annotations independent given the instance)."""
+    picked = log_annotation.gather(1, label[:, None]).squeeze(1)
+    total = torch.zeros(n_tasks, dtype=picked.dtype, device=picked.device)
+    return total.index_add_(0, position, picked)
+
+
+# ---------------------------------------------------------------------- validators
+
+
+@dataclass
+class TruthValidation:
+    """Labelled validation instances ``(X, y)``: accuracy and log-loss."""
+
+    inputs: TaskInputs
+    labels: np.ndarray
+    #: History columns this validator writes.
+    columns: tuple[str, ...] = ("valid_accuracy", "valid_loss")
+
+    def evaluate(self, learner: Any, module: nn.ModuleDict, device: torch.device) -> dict:
+        from crowdlearn.learning._trainer import predict_in_batches
+
+        rows = np.arange(len(self.labels))
+        probas = predict_in_batches(
+            module["classifier"], self.inputs, rows, 4 * learner.batch_size, device
+        )
+        picked = np.clip(probas[rows, self.labels], 1e-12, None)
+        return {
+            "valid_accuracy": float(np.mean(probas.argmax(axis=1) == self.labels)),
+            "valid_loss": float(-np.mean(np.log(picked))),
+        }
+
+    def score(self, row: dict[str, Any], metric: str) -> float:
+        """Higher is better: the accuracy, or minus the loss."""
+        return row["valid_accuracy"] if metric == "accuracy" else -row["valid_loss"]
+
+
+@dataclass
+class CrowdValidation:
+    """Held-out tasks of the crowd with their annotations (no truth).
+
+    Attributes
+    ----------
+    held : CrowdData
+        The held-out tasks and their annotations (worker and class codes as in the
+        training data).
+    held_tasks : ndarray
+        Their task codes in the data given to ``fit``.
+    ds_log_likelihood : ndarray (n_held, K)
+        ``sum_a log pi_a[k, y_a]`` under Dawid-Skene's confusion matrices.
+    """
+
+    held: CrowdData
+    held_tasks: np.ndarray
+    ds_log_likelihood: np.ndarray
+    columns: tuple[str, ...] = ("valid_crowd_ll", "valid_ds_ll")
+    _inputs: TaskInputs | None = field(default=None, repr=False)
+
+    @property
+    def inputs(self) -> TaskInputs:
+        if self._inputs is None:
+            from crowdlearn.learning._base import training_inputs
+
+            self._inputs = training_inputs(self.held)
+        return self._inputs
+
+    def evaluate(self, learner: Any, module: nn.ModuleDict, device: torch.device) -> dict:
+        """``valid_crowd_ll``: held-out log-likelihood per annotation under the learner's
+        noise model (its Dawid-Skene agreement when it has none); ``valid_ds_ll``: the
+        Dawid-Skene agreement, comparable across learners."""
+        from crowdlearn.learning._batches import TaskBatcher
+
+        batcher = TaskBatcher(
+            self.held,
+            self.inputs,
+            np.arange(self.held.n_tasks),
+            4 * learner.batch_size,
+            device,
+        )
+        classifier = module["classifier"]
+        noise = module["noise"] if "noise" in module else None
+        was_training = module.training
+        module.eval()
+        own, agreement = 0.0, 0.0
+        table = torch.as_tensor(self.ds_log_likelihood, device=device)
+        with torch.no_grad():
+            for start in range(0, self.held.n_tasks, batcher.batch_size):
+                tasks = np.arange(start, min(start + batcher.batch_size, self.held.n_tasks))
+                batch = batcher.batch(tasks)
+                logits = classifier(batch.x)
+                log_proba = torch.log_softmax(logits.double(), dim=1)
+                ds = torch.logsumexp(log_proba + table[tasks], dim=1).sum()
+                agreement += float(ds)
+                mine = learner._crowd_log_likelihood(batch, logits, noise)
+                own += float(ds) if mine is None else float(mine.double().sum())
+        module.train(was_training)
+        n = max(self.held.n_annotations, 1)
+        return {"valid_crowd_ll": own / n, "valid_ds_ll": agreement / n}
+
+    def score(self, row: dict[str, Any], metric: str) -> float:
+        """Higher is better: the held-out log-likelihood per annotation."""
+        return row["valid_crowd_ll"]
+
+    def held_logits(self, learner: Any) -> np.ndarray:
+        """Logits of the fitted learner's classifier on the held-out tasks."""
+        module = learner.module_["classifier"]
+        device = next(module.parameters()).device
+        was_training = module.training
+        module.eval()
+        chunks = []
+        with torch.no_grad():
+            for start in range(0, self.held.n_tasks, 4 * learner.batch_size):
+                rows = np.arange(start, min(start + 4 * learner.batch_size, self.held.n_tasks))
+                x = torch.as_tensor(self.inputs.take(rows), device=device)
+                chunks.append(module(x).double().cpu().numpy())
+        module.train(was_training)
+        return np.concatenate(chunks)
+
+    def fit_temperature(self, learner: Any) -> float:
+        """The temperature ``T`` that maximises the held-out tasks' Dawid-Skene
+        likelihood ``sum_i log sum_k softmax(z_i / T)_k L_ik`` (no truth used)."""
+        from scipy.optimize import minimize_scalar
+        from scipy.special import log_softmax, logsumexp
+
+        logits = self.held_logits(learner)
+
+        def loss(log_t: float) -> float:
+            log_p = log_softmax(logits / np.exp(log_t), axis=1)
+            return -float(logsumexp(log_p + self.ds_log_likelihood, axis=1).sum())
+
+        low, high = np.log(TEMPERATURE_RANGE)
+        result = minimize_scalar(loss, bounds=(low, high), method="bounded")
+        return float(np.exp(result.x))
+
+
+# ---------------------------------------------------------------------- building
+
+
+def crowd_split(
+    data: CrowdData, share: float, seed: int
+) -> tuple[CrowdData, CrowdValidation] | None:
+    """Hold out ``share`` of the annotated tasks (stratified by majority-vote class,
+    ties broken at random, seeded); None when fewer than :data:`MIN_HELD_TASKS` tasks
+    would be held out or fewer would remain to train on.
+
+    Returns the training part (every other task, annotated or not, with its
+    annotations) and the validator of the held-out part.
+    """
+    from sklearn.model_selection import train_test_split
+
+    if not 0 < share < 1:
+        raise ValueError(f"valid_share must be in (0, 1), got {share}")
+    rng = np.random.default_rng(seed)
+    annotated = np.flatnonzero(data.feedback_effort > 0)
+    n_held = round(share * len(annotated))
+    if n_held < MIN_HELD_TASKS or len(annotated) - n_held < MIN_HELD_TASKS:
+        return None
+    counts = data.vote_counts.toarray()[annotated]
+    # majority class, ties broken at random: argmax of the counts plus a tiny jitter
+    strata = np.argmax(counts + rng.uniform(0, 0.5, size=counts.shape), axis=1)
+    _, sizes = np.unique(strata, return_counts=True)
+    stratify = strata if sizes.min() >= 2 and n_held >= len(sizes) else None
+    _, held = train_test_split(annotated, test_size=n_held, random_state=seed, stratify=stratify)
+    held = np.sort(held)
+    keep = np.ones(data.n_tasks, dtype=bool)
+    keep[held] = False
+    train = data.select_tasks(np.flatnonzero(keep))
+    held_data = data.select_tasks(held)
+    return train, CrowdValidation(held_data, held, _ds_table(data, held))
+
+
+def _ds_table(data: CrowdData, held: np.ndarray) -> np.ndarray:
+    """``sum_a log pi_a[k, y_a]`` for the held-out tasks, with Dawid-Skene (default
+    settings) fitted on every annotation of ``data`` (one pooled confusion when the
+    data are anonymous)."""
+    from crowdlearn.aggregation import DawidSkene
+    from crowdlearn.aggregation._design import log_confusion_table, worker_label_design
+
+    pooled = data
+    if data.is_anonymous:
+        pooled = data._replace(
+            worker=np.zeros(data.n_annotations, dtype=data.task.dtype),
+            worker_ids=np.array([0]),
+        )
+    model = DawidSkene(progress=False).fit(pooled)
+    design = worker_label_design(pooled, np.float64)
+    table = design @ log_confusion_table(np.asarray(model.confusions_, dtype=np.float64))
+    return np.asarray(table[held], dtype=np.float64)
+
+
+def as_validator(valid: Any, n_classes: int) -> TruthValidation | CrowdValidation | None:
+    """``None``, a validator (passed through), or an ``(X, y)`` pair checked and wrapped."""
+    if valid is None or isinstance(valid, (TruthValidation, CrowdValidation)):
+        return valid
+    if isinstance(valid, str):
+        raise CrowdDataError(f"valid must be 'crowd', None or an (X, y) pair, got {valid!r}")
+    try:
+        features, labels = valid
+    except (TypeError, ValueError):
+        raise CrowdDataError("valid must be 'crowd', None or an (X, y) pair") from None
+    inputs = as_inputs(features)
+    labels = np.asarray(labels, dtype=np.int64)
+    if labels.shape != (len(inputs),):
+        raise CrowdDataError(
+            f"valid has {len(inputs)} instances but {labels.shape} labels; y must be 1-D"
+        )
+    if len(labels) and (labels.min() < 0 or labels.max() >= n_classes):
+        raise CrowdDataError(f"valid labels must be class codes 0..{n_classes - 1}")
+    return TruthValidation(inputs, labels)
+
+
+def warn_too_small(data: CrowdData, share: float) -> None:
+    annotated = int(np.count_nonzero(data.feedback_effort > 0))
+    warnings.warn(
+        f"crowd validation needs at least {MIN_HELD_TASKS} held-out and {MIN_HELD_TASKS} "
+        f"training tasks; {annotated} annotated tasks with valid_share={share} are too "
+        "few, so the last epoch is kept (pass valid=None to silence this)",
+        CrowdValidationWarning,
+        stacklevel=4,
+    )
