@@ -152,6 +152,12 @@ class BaseLearner(BaseEstimator):
         Temperature of ``predict_proba`` (see ``calibrate``).
     validation_ : str
         How the epoch was chosen: "crowd", "truth", "none", or "none (too few tasks)".
+    selection_score_ : float or None
+        The best validation score of the selection (higher is better: the held-out
+        log-likelihood per annotation with ``valid="crowd"``, the accuracy or minus
+        the log-loss with ``(X, y)``); None without validation.
+    selected_epoch_ : int
+        The epoch chosen by the validation (before any refit).
     selection_history_ : DataFrame or None
         With ``refit``: the history of the fit on the training share that chose the
         number of epochs.
@@ -259,11 +265,14 @@ class BaseLearner(BaseEstimator):
                 warn_too_small(data, self.valid_share)
                 self._fit(data, None)
                 self.validation_ = "none (too few tasks)"
+                self.selection_score_, self.selected_epoch_ = None, self.best_epoch_
             else:
                 train, validator = split
                 with self._checkpoints("selection"):
                     self._fit(train, validator)
                 self.validation_ = "crowd"
+                self.selection_score_ = self.valid_score_
+                self.selected_epoch_ = self.best_epoch_
                 if self.calibrate:
                     temperature = validator.fit_temperature(self)
                 if self.refit and self._refit_supported:
@@ -277,6 +286,8 @@ class BaseLearner(BaseEstimator):
                 )
             self._fit(data, validator)
             self.validation_ = "none" if validator is None else "truth"
+            self.selection_score_ = getattr(self, "valid_score_", None)
+            self.selected_epoch_ = self.best_epoch_
             if self.calibrate and isinstance(validator, TruthValidation):
                 temperature = truth_temperature(self, validator)
         self.scaler_, self.temperature_ = scaler, temperature
