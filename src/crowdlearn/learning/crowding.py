@@ -603,8 +603,10 @@ class CrowdInG(BaseLearner):
         if best is not None:
             module["classifier"].load_state_dict(best[2])
             self.best_epoch_ = best[1]
+            self.valid_score_ = best[0]
         else:
             self.best_epoch_ = self.gan_epochs
+            self.valid_score_ = None
         self.module_ = module
         self._shape_ = shape
         self.classes_ = data.classes

@@ -315,7 +315,8 @@ class SelfCrowd(CrowdLayer):
                 break
         bar.close()
         assert best is not None
-        _, self.best_round_, kept = best
+        score, self.best_round_, kept = best
+        self.valid_score_ = None if valid is None or self.stopping == "rounds" else score
         self.module_ = kept["module"]
         self._shape_ = kept["shape"]
         self.classes_ = data.classes

@@ -1,0 +1,253 @@
+"""Model selection without ground truth: the split, the criteria, and what they never read."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crowdlearn.aggregation import DawidSkene
+from crowdlearn.learning import DLEM, CrowdLayer, TwoStage
+from crowdlearn.learning._validation import (
+    CrowdValidation,
+    CrowdValidationWarning,
+    crowd_split,
+    independent_log_likelihood,
+    latent_class_log_likelihood,
+)
+from crowdlearn.simulate import crowd_on_features
+
+torch.set_num_threads(1)
+
+
+def blobs_crowd(seed: int = 0, n: int = 300):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, size=n + 150)
+    X = (rng.normal(size=(n + 150, 5)) + 2.0 * np.eye(3, 5)[y]) * 10.0 + 50.0  # raw scale
+    crowd = crowd_on_features(
+        X[:n],
+        y[:n],
+        n_workers=15,
+        labels_per_task=3,
+        groups={"expert": 0.4, "inexpert": 0.3, "spammer": 0.3},
+        seed=seed,
+    )
+    return crowd, X[n:].astype(np.float32), y[n:]
+
+
+@pytest.fixture(scope="module")
+def crowd():
+    return blobs_crowd()
+
+
+def test_split_holds_out_a_seeded_stratified_share_of_annotated_tasks(crowd):
+    data, _, _ = crowd
+    train, valid = crowd_split(data, 0.2, seed=3)
+    annotated = int(np.count_nonzero(data.feedback_effort > 0))
+    assert valid.held.n_tasks == round(0.2 * annotated)
+    assert train.n_tasks + valid.held.n_tasks == data.n_tasks
+    assert train.n_annotations + valid.held.n_annotations == data.n_annotations
+    # the held-out tasks are those named, with their own ids, disjoint from training
+    np.testing.assert_array_equal(valid.held.task_ids, data.task_ids[valid.held_tasks])
+    assert not set(train.task_ids) & set(valid.held.task_ids)
+    # worker and class codes are kept, so per-worker parameters apply to both parts
+    np.testing.assert_array_equal(train.worker_ids, data.worker_ids)
+    again_train, again = crowd_split(data, 0.2, seed=3)
+    np.testing.assert_array_equal(again.held_tasks, valid.held_tasks)
+    _, other = crowd_split(data, 0.2, seed=4)
+    assert not np.array_equal(other.held_tasks, valid.held_tasks)
+    # stratified by the majority class: shares within a few tasks of the whole data's
+    majority = np.asarray(data.vote_counts.argmax(axis=1)).ravel()
+    whole = np.bincount(majority, minlength=3) / data.n_tasks
+    held = np.bincount(majority[valid.held_tasks], minlength=3) / len(valid.held_tasks)
+    assert np.abs(whole - held).max() < 0.06
+
+
+def test_too_few_tasks_keep_the_last_epoch_with_a_warning():
+    data, _, _ = blobs_crowd(n=12)
+    with pytest.warns(CrowdValidationWarning, match="too few"):
+        model = CrowdLayer(max_epochs=3).fit(data)
+    assert model.validation_ == "none (too few tasks)"
+    assert model.best_epoch_ == 3
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: CrowdLayer(max_epochs=8, random_state=1),
+        lambda: TwoStage(DawidSkene(), soft=True, max_epochs=8, random_state=1),
+        lambda: DLEM(max_epochs=6, random_state=1),
+    ],
+    ids=["crowdlayer", "ds+nn", "dl-em"],
+)
+def test_crowd_validation_never_reads_the_truth_and_is_deterministic(crowd, make):
+    data, X, _ = crowd
+    assert data.has_truth
+    with_truth = make().fit(data)
+    hidden = make().fit(data.with_truth(None))
+    again = make().fit(data)
+    assert with_truth.validation_ == "crowd"
+    for other in (hidden, again):
+        assert other.selected_epoch_ == with_truth.selected_epoch_
+        assert other.selection_score_ == pytest.approx(with_truth.selection_score_)
+        assert other.temperature_ == pytest.approx(with_truth.temperature_)
+        np.testing.assert_allclose(other.predict_proba(X), with_truth.predict_proba(X))
+
+
+def test_selection_keeps_the_best_held_out_epoch_and_refit_trains_that_long(crowd):
+    data, _, _ = crowd
+    model = CrowdLayer(max_epochs=12, patience=None, refit=False).fit(data)
+    scores = model.history_["valid_crowd_ll"].to_numpy()
+    assert model.selected_epoch_ == int(np.argmax(scores)) + 1
+    assert model.selection_score_ == pytest.approx(scores.max())
+    refit = CrowdLayer(max_epochs=12, patience=None, refit=True).fit(data)
+    assert refit.selected_epoch_ == model.selected_epoch_
+    assert len(refit.history_) == refit.selected_epoch_ == refit.best_epoch_
+    assert len(refit.selection_history_) == 12
+    assert "valid_crowd_ll" not in refit.history_  # the refit itself has no validation
+
+
+def test_patience_stops_a_crowd_validated_fit(crowd):
+    data, _, _ = crowd
+    model = CrowdLayer(max_epochs=200, patience=3, refit=False).fit(data)
+    assert len(model.history_) <= model.selected_epoch_ + 3
+
+
+def test_standardisation_inside_equals_standardising_by_hand(crowd):
+    data, X, _ = crowd
+    raw = CrowdLayer(max_epochs=4, refit=False).fit(data)
+    mean, scale = data.features.mean(axis=0), data.features.std(axis=0)
+    scaled = data.with_features((data.features - mean) / scale)
+    by_hand = CrowdLayer(max_epochs=4, refit=False, standardize=False).fit(scaled)
+    np.testing.assert_allclose(raw.scaler_[0], mean, rtol=1e-5)
+    np.testing.assert_allclose(
+        raw.predict_proba(X), by_hand.predict_proba((X - mean) / scale), atol=1e-5
+    )
+    assert by_hand.scaler_ is None
+
+
+def test_saved_learner_keeps_its_scaler_and_temperature(crowd, tmp_path):
+    data, X, _ = crowd
+    model = CrowdLayer(max_epochs=3).fit(data)
+    model.save(tmp_path / "m.pt")
+    loaded = CrowdLayer.load(tmp_path / "m.pt")
+    assert loaded.temperature_ == model.temperature_ and loaded.validation_ == "crowd"
+    np.testing.assert_allclose(loaded.predict_proba(X), model.predict_proba(X), atol=1e-6)
+
+
+def test_truth_validation_calibrates_by_log_loss(crowd):
+    data, X, y = crowd
+    off = CrowdLayer(max_epochs=5, calibrate=False).fit(data, valid=(X, y))
+    on = CrowdLayer(max_epochs=5).fit(data, valid=(X, y))
+    assert off.temperature_ == 1.0 and on.validation_ == "truth"
+    np.testing.assert_array_equal(off.predict(X), on.predict(X))  # argmax unchanged
+
+    def log_loss(model):
+        proba = model.predict_proba(X)
+        return -np.mean(np.log(proba[np.arange(len(y)), y]))
+
+    assert log_loss(on) <= log_loss(off) + 1e-9
+
+
+def test_temperature_maximises_the_held_out_dawid_skene_likelihood(crowd):
+    data, _, _ = crowd
+    model = CrowdLayer(max_epochs=5, refit=False, calibrate=False).fit(data)
+    _, validation = crowd_split(data.with_features(_scaled(model, data)), 0.2, seed=0)
+    best = validation.fit_temperature(model)
+    logits = validation.held_logits(model)
+
+    def objective(t: float) -> float:
+        z = logits / t
+        log_p = z - np.log(np.exp(z - z.max(1, keepdims=True)).sum(1, keepdims=True))
+        log_p -= z.max(1, keepdims=True)
+        joint = log_p + validation.ds_log_likelihood
+        top = joint.max(1, keepdims=True)
+        return float((top[:, 0] + np.log(np.exp(joint - top).sum(1))).sum())
+
+    for other in (best * 0.7, best * 1.4, 1.0):
+        assert objective(best) >= objective(other) - 1e-6
+
+
+def _scaled(model, data):
+    mean, scale = model.scaler_
+    return (data.features - mean) / scale
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000))
+def test_latent_class_likelihood_is_the_hand_computed_mixture(seed):
+    rng = np.random.default_rng(seed)
+    b, k, w = 3, 3, 4
+    proba = rng.dirichlet(np.ones(k), size=b)
+    confusions = rng.dirichlet(np.ones(k), size=(w, k))
+    position = np.array([0, 0, 1, 2, 2, 2])
+    worker = rng.integers(0, w, size=6)
+    label = rng.integers(0, k, size=6)
+    expected = []
+    for task in range(b):
+        rows = np.flatnonzero(position == task)
+        per_class = [
+            proba[task, c] * np.prod(confusions[worker[rows], c, label[rows]]) for c in range(k)
+        ]
+        expected.append(np.log(np.sum(per_class)))
+    got = latent_class_log_likelihood(
+        torch.log(torch.as_tensor(proba)),
+        torch.as_tensor(position),
+        torch.as_tensor(worker),
+        torch.as_tensor(label),
+        torch.log(torch.as_tensor(confusions)),
+    )
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-10)
+    log_annotation = torch.log(torch.as_tensor(rng.dirichlet(np.ones(k), size=6)))
+    summed = independent_log_likelihood(
+        log_annotation, torch.as_tensor(position), torch.as_tensor(label), b
+    )
+    by_hand = [log_annotation.numpy()[position == t, label[position == t]].sum() for t in range(b)]
+    np.testing.assert_allclose(summed.numpy(), by_hand)
+
+
+def test_crowd_layer_score_is_its_held_out_cross_entropy(crowd):
+    data, _, _ = crowd
+    model = CrowdLayer(max_epochs=3, refit=False, calibrate=False).fit(data)
+    _, validation = crowd_split(data.with_features(_scaled(model, data)), 0.2, seed=0)
+    row = validation.evaluate(model, model.module_, torch.device("cpu"))
+    from crowdlearn.learning._batches import TaskBatcher
+
+    held = validation.held
+    batcher = TaskBatcher(
+        held, validation.inputs, np.arange(held.n_tasks), held.n_tasks, torch.device("cpu")
+    )
+    batch = batcher.batch(np.arange(held.n_tasks))
+    module = model.module_.eval()
+    with torch.no_grad():
+        proba = torch.softmax(module["classifier"](batch.x), dim=1)
+        logits = module["noise"](proba[batch.position], batch.worker)
+        cross_entropy = torch.nn.functional.cross_entropy(logits, batch.label)
+    assert row["valid_crowd_ll"] == pytest.approx(-float(cross_entropy), rel=1e-5)
+    assert isinstance(validation, CrowdValidation)
+
+
+def test_em_restarts_are_chosen_by_the_held_out_score(crowd):
+    data, _, _ = crowd
+    model = DLEM(max_epochs=4, n_restarts=3, refit=False).fit(data)
+    scores = []
+    for restart in range(3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run = DLEM(max_epochs=4, random_state=restart, refit=False).fit(data)
+        scores.append(run.selection_score_)
+    assert model.chosen_random_state_ == int(np.argmax(scores))
+
+
+def test_bad_valid_values_are_refused(crowd):
+    data, X, y = crowd
+    with pytest.raises(Exception, match="crowd"):
+        CrowdLayer(max_epochs=1).fit(data, valid="truth")
+    with pytest.raises(ValueError, match="valid_share"):
+        CrowdLayer(max_epochs=1, valid_share=1.5).fit(data)
+    with pytest.raises(ValueError, match="standardize"):
+        CrowdLayer(max_epochs=1, standardize="yes").fit(data)
