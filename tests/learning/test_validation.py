@@ -56,7 +56,7 @@ def test_split_holds_out_a_seeded_stratified_share_of_annotated_tasks(crowd):
     assert not set(train.task_ids) & set(valid.held.task_ids)
     # worker and class codes are kept, so per-worker parameters apply to both parts
     np.testing.assert_array_equal(train.worker_ids, data.worker_ids)
-    again_train, again = crowd_split(data, 0.2, seed=3)
+    _again_train, again = crowd_split(data, 0.2, seed=3)
     np.testing.assert_array_equal(again.held_tasks, valid.held_tasks)
     _, other = crowd_split(data, 0.2, seed=4)
     assert not np.array_equal(other.held_tasks, valid.held_tasks)
@@ -244,7 +244,7 @@ def test_em_restarts_are_chosen_by_the_held_out_score(crowd):
 
 
 def test_bad_valid_values_are_refused(crowd):
-    data, X, y = crowd
+    data, _X, _y = crowd
     with pytest.raises(Exception, match="crowd"):
         CrowdLayer(max_epochs=1).fit(data, valid="truth")
     with pytest.raises(ValueError, match="valid_share"):
