@@ -17,6 +17,7 @@ from crowdlearn.bench import (  # noqa: F401
     identify_bench,
     learning_labelme,
     learning_music,
+    learning_no_truth,
     peerannot_simulations,
     read_parquet,
     real_aggregation,

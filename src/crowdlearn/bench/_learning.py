@@ -128,17 +128,17 @@ class Recipe:
     (for EM learners: of EM iterations, one network epoch each) and the EM settings.
     """
 
-    max_epochs: int
+    max_epochs: int | None
     n_restarts: int = 1
     tol: float = 1e-4
 
     def params(self, method: Method, seed: int) -> dict[str, Any]:
-        """Constructor parameters of ``method``'s learner for benchmark seed ``seed``."""
-        params: dict[str, Any] = {
-            "max_epochs": self.max_epochs,
-            "random_state": SEED_STRIDE * seed,
-            "device": "cpu",
-        }
+        """Constructor parameters of ``method``'s learner for benchmark seed ``seed``
+        (``max_epochs`` None: every setting at the learner's default)."""
+        params: dict[str, Any] = {"random_state": SEED_STRIDE * seed, "device": "cpu"}
+        if self.max_epochs is None:
+            return params
+        params["max_epochs"] = self.max_epochs
         if method.em:
             params.update(n_restarts=self.n_restarts, tol=self.tol)
         return params
@@ -146,6 +146,19 @@ class Recipe:
     def describe(self) -> str:
         """One line naming every setting (defaults included)."""
         shared = TRAINING_PARAMS
+        if self.max_epochs is None:
+            hidden = "/".join(str(units) for units in shared["hidden"])
+            return (
+                "every learner with its defaults: MLP with "
+                f"{hidden} hidden units (ReLU, dropout {shared['dropout']}), features "
+                f"standardised inside the learner (standardize={shared['standardize']!r}), "
+                f"{shared['optimizer']} lr {shared['lr']:g}, weight decay "
+                f"{shared['weight_decay']:g}, batch {shared['batch_size']} tasks, at most "
+                f"{shared['max_epochs']} epochs, crowd validation (valid_share "
+                f"{shared['valid_share']}, patience {shared['patience']}, refit "
+                f"{shared['refit']}, calibrate {shared['calibrate']}); EM learners: one "
+                f"restart; random_state = {SEED_STRIDE} x seed; device cpu"
+            )
         hidden = "/".join(str(units) for units in shared["hidden"])
         return (
             f"MLP with {hidden} hidden units (ReLU, dropout {shared['dropout']}), "
@@ -166,7 +179,8 @@ class Splits:
     validation pair for model selection (or None) and the test pair."""
 
     train: CrowdData
-    valid: tuple[np.ndarray, np.ndarray] | None
+    #: An (X, y) pair, None (no selection) or "crowd" (selection without truth).
+    valid: tuple[np.ndarray, np.ndarray] | str | None
     test: tuple[np.ndarray, np.ndarray]
 
 
@@ -246,7 +260,7 @@ def fit_method(
     recipe: Recipe,
     seed: int,
     train: CrowdData,
-    valid: tuple[np.ndarray, np.ndarray] | None = None,
+    valid: tuple[np.ndarray, np.ndarray] | str | None = None,
 ) -> tuple[BaseLearner, float]:
     """Build ``method``'s learner with the recipe, fit it; returns it and the fit seconds."""
     learner = make_learner(method.spec, **recipe.params(method, seed))

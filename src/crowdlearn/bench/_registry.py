@@ -86,14 +86,19 @@ def run(
     quick: bool = False,
     seeds: int = 1,
     benchmarks_md: str | os.PathLike[str] | None = None,
+    protocol: str | None = None,
 ) -> Path:
     """Run a benchmark and write NAME.csv, NAME.md and its figures into ``out``.
 
     With ``benchmarks_md``, the markdown is also put in that file (BENCHMARKS.md),
-    replacing the section this benchmark wrote there before. Returns the .md path.
+    replacing the section this benchmark wrote there before. ``protocol="no-truth"``
+    runs the benchmark registered as ``NAME-no-truth`` (files and section named so).
+    Returns the .md path.
     """
     from crowdlearn.data import CrowdDataError
 
+    given = name
+    name = protocol_name(name, protocol)
     if name not in BENCHMARKS:
         raise CrowdDataError(f"unknown benchmark {name!r}; known: {sorted(BENCHMARKS)}")
     if seeds < 1:
@@ -109,7 +114,10 @@ def run(
         with atomic_path(image) as tmp:
             figure.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
         images.append(image.name)
-    command = f"crowdlearn bench {name}{' --quick' if quick else ''} --seeds {seeds} --out {out}"
+    flags = f" --protocol {protocol}" if name != given else ""
+    command = (
+        f"crowdlearn bench {given}{flags}{' --quick' if quick else ''} --seeds {seeds} --out {out}"
+    )
     lines = [
         f"## {name}{' (quick)' if quick else ''}",
         "",
@@ -135,6 +143,27 @@ def run(
     if benchmarks_md is not None:
         update_section(Path(benchmarks_md), name, text)
     return report
+
+
+#: Protocols of ``--protocol`` besides the default ("valid": each benchmark as it is).
+PROTOCOLS = ("valid", "no-truth")
+
+
+def protocol_name(name: str, protocol: str | None) -> str:
+    """The registered benchmark that runs ``name`` under ``protocol``."""
+    from crowdlearn.data import CrowdDataError
+
+    if protocol in (None, "valid"):
+        return name
+    if protocol not in PROTOCOLS:
+        raise CrowdDataError(f"--protocol must be one of {list(PROTOCOLS)}, got {protocol!r}")
+    key = f"{name}-{protocol}"
+    if key not in BENCHMARKS:
+        having = sorted(k[: -len(protocol) - 1] for k in BENCHMARKS if k.endswith(f"-{protocol}"))
+        raise CrowdDataError(
+            f"benchmark {name!r} has no {protocol} protocol; those that do: {having}"
+        )
+    return key
 
 
 def update_section(path: Path, name: str, text: str) -> None:

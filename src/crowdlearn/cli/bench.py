@@ -32,6 +32,14 @@ from crowdlearn.cli._app import cli
     is_flag=True,
     help="Replace this benchmark's earlier NAME.csv / NAME.md in --out.",
 )
+@click.option(
+    "--protocol",
+    type=click.Choice(["valid", "no-truth"]),
+    default="valid",
+    show_default=True,
+    help="no-truth: every learner with its defaults and no truth for model selection "
+    "(labelme, music); writes NAME-no-truth.csv/md.",
+)
 @click.option("--list", "list_", is_flag=True, help="List the benchmarks and exit.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def bench(
@@ -41,6 +49,7 @@ def bench(
     out: str,
     benchmarks_md: str | None,
     overwrite: bool,
+    protocol: str,
     list_: bool,
     quiet: bool,
 ) -> None:
@@ -53,6 +62,7 @@ def bench(
     """
     from crowdlearn._progress import progress_scope
     from crowdlearn.bench import BENCHMARKS, run
+    from crowdlearn.bench._registry import protocol_name
     from crowdlearn.cli._output import Outputs
     from crowdlearn.data import CrowdDataError
 
@@ -62,6 +72,7 @@ def bench(
         return
     if name not in BENCHMARKS:
         raise CrowdDataError(f"unknown benchmark {name!r}; known: {sorted(BENCHMARKS)}")
+    given, name = name, protocol_name(name, protocol)
     # Check the targets before a run that may take hours; bench.run writes each file
     # atomically itself (the folder is shared, so it is not staged as a whole).
     checks = Outputs(overwrite)
@@ -72,6 +83,8 @@ def bench(
     if benchmarks_md is not None and Path(benchmarks_md).exists():
         Outputs(overwrite=True).file(benchmarks_md, "--benchmarks-md")
     with progress_scope(False if quiet else "auto"):  # the bench's bars and its fits'
-        report = run(name, out, quick=quick, seeds=seeds, benchmarks_md=benchmarks_md)
+        report = run(
+            given, out, quick=quick, seeds=seeds, benchmarks_md=benchmarks_md, protocol=protocol
+        )
     click.echo(report.read_text())
     click.echo(f"written: {report} and {report.with_suffix('.csv')}")
