@@ -83,8 +83,8 @@ MEAN_LABELS = 5.0
 TEST_SEED_OFFSET = 10_000
 #: Annotators of the test draw (its labels are not used).
 TEST_ANNOTATORS = 5
-RECIPE = Recipe(max_epochs=50, n_restarts=5, tol=1e-4)
-QUICK_RECIPE = Recipe(max_epochs=5, n_restarts=1, tol=1e-4)
+RECIPE = Recipe(max_epochs=50, n_restarts=5, tol=1e-4, paper=True)
+QUICK_RECIPE = Recipe(max_epochs=5, n_restarts=1, tol=1e-4, paper=True)
 QUICK_SEEDS = 1
 
 #: Paper names of the methods, by spec, in table order.

@@ -47,6 +47,7 @@ from crowdlearn import datasets
 from crowdlearn.bench import learning_music
 from crowdlearn.bench._learning import (
     JOBS_ENV,
+    PAPER_SETTINGS,
     SEED_STRIDE,
     Method,
     Recipe,
@@ -230,7 +231,9 @@ def _search_fit(
 ) -> tuple[float, int, float]:
     """One search fit: validation accuracy of the kept classifier, its epoch, and the
     mean seconds of a CrowdInG epoch."""
-    model = CrowdInG(**params, **gan, max_epochs=epochs, device="cpu", random_state=0)
+    model = CrowdInG(
+        **params, **gan, **PAPER_SETTINGS, max_epochs=epochs, device="cpu", random_state=0
+    )
     model.fit(splits.train, splits.valid)
     X, y = splits.valid
     score = float(np.mean(model.predict_proba(X).argmax(axis=1) == y))
@@ -281,10 +284,14 @@ def removal(
 def cost(splits: Splits, epochs: int, chosen: dict[str, Any], gan: dict[str, Any]) -> dict:
     """Seconds per epoch of one Crowd Layer and one CrowdInG fit on LabelMe (seed 0)."""
     start = time.perf_counter()
-    cl = CrowdLayer("MW", max_epochs=epochs, device="cpu").fit(splits.train, splits.valid)
+    cl = CrowdLayer("MW", **PAPER_SETTINGS, max_epochs=epochs, device="cpu").fit(
+        splits.train, splits.valid
+    )
     cl_total = time.perf_counter() - start
     start = time.perf_counter()
-    cg = CrowdInG(**chosen, **gan, max_epochs=epochs, device="cpu").fit(splits.train, splits.valid)
+    cg = CrowdInG(**chosen, **gan, **PAPER_SETTINGS, max_epochs=epochs, device="cpu").fit(
+        splits.train, splits.valid
+    )
     cg_total = time.perf_counter() - start
     return {
         "part": "cost",
@@ -486,6 +493,7 @@ def bench_crowding(out: Path, quick: bool, seeds: int) -> BenchResult:
         recipes = {
             name: CrowdingRecipe(
                 max_epochs=epochs[name],
+                paper=True,
                 crowding=tuple(
                     {**chosen, **gan, **({"lca": False} if name == "music" else {})}.items()
                 ),

@@ -79,7 +79,7 @@ from sklearn.metrics import f1_score
 
 from crowdlearn import datasets
 from crowdlearn.aggregation import DawidSkene, MajorityVote
-from crowdlearn.bench._learning import SEED_STRIDE, bench_threads, torch_threads
+from crowdlearn.bench._learning import PAPER_SETTINGS, SEED_STRIDE, bench_threads, torch_threads
 from crowdlearn.bench._registry import BenchResult, register
 from crowdlearn.bench._strategies import mean_std
 from crowdlearn.bench.learning_music import standardise
@@ -405,7 +405,7 @@ def fit_method(method: str, task: BinaryTask, params: dict[str, Any], seed: int)
     """Fit ``method`` with ``params`` on the training crowd; returns its predictions on
     ``task.test[0]``, the fit seconds and facts about the fit."""
     train, state = task.train, SEED_STRIDE * seed
-    training = {"random_state": state, "device": "cpu"}
+    training = {"random_state": state, "device": "cpu", **PAPER_SETTINGS}
     start = time.perf_counter()
     facts: dict[str, Any] = {}
     test_x = task.test[0]
@@ -416,15 +416,15 @@ def fit_method(method: str, task: BinaryTask, params: dict[str, Any], seed: int)
         facts.update(_label_facts(train, labels))
     elif method in ("MV+DNN", "DS+DNN"):
         aggregator = MajorityVote(random_state=state) if method == "MV+DNN" else DawidSkene()
-        learner = TwoStage(aggregator, **params, **training).fit(train)
+        learner = TwoStage(aggregator, **params, **training).fit(train, valid=None)
         predictions = learner.predict(test_x)
         facts.update(_label_facts(train, learner.aggregator_.predict()))
     elif method == "Crowd Layer":
-        learner = CrowdLayer("MW", **params, **training).fit(train)
+        learner = CrowdLayer("MW", **params, **training).fit(train, valid=None)
         predictions = learner.predict(test_x)
     elif method == "ICED" or method in WARMUPS:
         overrides = {} if method == "ICED" else {"n_rounds": 0, "warmup": WARMUPS[method]}
-        learner = ICED(**iced_params(params, **overrides), **training).fit(train)
+        learner = ICED(**iced_params(params, **overrides), **training).fit(train, valid=None)
         predictions = learner.predict(test_x)
         facts.update(_iced_facts(learner, method))
     else:

@@ -32,6 +32,7 @@ from sklearn.metrics import roc_auc_score
 
 from crowdlearn import datasets
 from crowdlearn._progress import progress_bar
+from crowdlearn.bench._learning import PAPER_SETTINGS
 from crowdlearn.bench._registry import BenchResult, register
 from crowdlearn.bench._strategies import mean_std
 from crowdlearn.data import CrowdData
@@ -83,7 +84,9 @@ def worker_scores(data: CrowdData, learned: bool, seed: int) -> pd.DataFrame:
     if learned and data.features is not None:
         from crowdlearn.learning import CrowdLayer
 
-        layer = CrowdLayer("MW", max_epochs=30, random_state=seed, device="cpu").fit(data)
+        layer = CrowdLayer(
+            "MW", max_epochs=30, random_state=seed, device="cpu", **PAPER_SETTINGS
+        ).fit(data, valid=None)
         scores["cl-trace"] = confusion_trace(data, layer)
         scores["cl-spammer"] = spammer_score(data, layer)
     return pd.DataFrame(scores)
@@ -238,7 +241,11 @@ def _fit_accuracy(
     from crowdlearn.metrics import accuracy
 
     model = TwoStage(
-        make_aggregator(aggregator), max_epochs=epochs, random_state=seed, device="cpu"
+        make_aggregator(aggregator),
+        max_epochs=epochs,
+        random_state=seed,
+        device="cpu",
+        **PAPER_SETTINGS,
     ).fit(data, valid=valid)
     return accuracy(test[1], model.predict(test[0]))
 

@@ -44,7 +44,7 @@ from matplotlib.figure import Figure
 
 from crowdlearn import datasets
 from crowdlearn._progress import progress_bar
-from crowdlearn.bench._learning import SEED_STRIDE, bench_threads, torch_threads
+from crowdlearn.bench._learning import PAPER_SETTINGS, SEED_STRIDE, bench_threads, torch_threads
 from crowdlearn.bench._registry import BenchResult, register
 from crowdlearn.learning import SelfCrowd
 from crowdlearn.metrics import self_crowd_r
@@ -83,7 +83,7 @@ def fit_rule(
     epochs: int,
 ) -> SelfCrowd:
     """One Self-Crowd run with every round's classifier kept."""
-    params = {**RECIPE, "max_epochs": epochs}
+    params = {**RECIPE, **PAPER_SETTINGS, "max_epochs": epochs}
     model = SelfCrowd(
         n_per_round=m,
         n_rounds=n_rounds,
