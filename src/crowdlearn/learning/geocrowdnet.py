@@ -25,8 +25,8 @@ free ``K x K`` parameter that starts, as in the authors' code, at the identity `
 every ``A_m`` starts as the column-softmax of ``I``, the identity smoothed to a
 diagonal of ``e / (e + K - 1)`` (0.58 for K = 3). A sharper start (``6 I - 5``,
 diagonal 0.998) leaves the confusions nearly frozen within the default 25 epochs:
-the classifier then absorbs the noise (measured on a simulated crowd whose workers
-share a confusion: error of the confusions 0.17 instead of 0.05).
+the classifier then absorbs the noise (on a simulated crowd whose workers share a
+confusion, the estimated confusions stayed near the identity).
 The default ``lam = 0.01`` is the value of the authors' experiment scripts. At
 prediction time only the classifier is used.
 """

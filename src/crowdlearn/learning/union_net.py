@@ -22,9 +22,15 @@ what:
   output then sums to ``R`` and its cross-entropy is each annotator's own
   cross-entropy plus ``log R``.
 
-Either way every block starts at ``(1 - eps) I + eps / (K - 1) (1 1^T - I)`` (the
-paper's initialisation, ``eps = 1e-5``; with ``"union"`` the blocks are scaled by
-``1 / R`` so rows sum to one). At prediction time only the classifier is used.
+Either way the free parameter of every block starts at ``(1 - eps) I + eps / (K - 1)
+(1 1^T - I)`` with the paper's ``eps = 1e-5``, the identity up to ``eps``, as in the
+public re-implementation behind the published benchmark numbers; the softmax turns it
+into a smoothed identity (diagonal ``e / (e + K - 1)`` within each block, 0.58 for
+K = 3). Starting instead from the log of that matrix (so that ``T`` itself is the
+``eps``-identity) freezes the transition: its off-diagonal logits start near -12 and
+Adam moves them by about ``lr`` per step, so within a usual budget the method is plain
+cross-entropy on the raw annotations (far less accurate on a simulated crowd with
+adversarial workers). At prediction time only the classifier is used.
 """
 
 from __future__ import annotations
@@ -49,14 +55,14 @@ class UnionTransition(nn.Module):
     ----------
     n_workers, n_classes : int
     epsilon : float
-        Off-diagonal mass of each block at initialisation.
+        Off-diagonal mass of each block of the parameter at initialisation.
     normalization : {"union", "block"}
 
     Attributes
     ----------
     weight : Parameter (n_workers, K, K)
-        Log-space parameters: ``weight[r, k, l]`` is ``T[k, rK + l]`` before the
-        softmax; initialised to the log of the initial block.
+        ``weight[r, k, l]`` is ``T[k, rK + l]`` before the softmax; every block is
+        initialised to ``(1 - eps) I + eps / (K - 1) (1 1^T - I)``.
     """
 
     def __init__(
@@ -66,7 +72,7 @@ class UnionTransition(nn.Module):
         eye = torch.eye(n_classes)
         block = (1.0 - epsilon) * eye + epsilon / (n_classes - 1) * (1.0 - eye)
         self.normalization = normalization
-        self.weight = nn.Parameter(torch.log(block).repeat(n_workers, 1, 1))
+        self.weight = nn.Parameter(block.repeat(n_workers, 1, 1))
 
     def log_transition(self) -> torch.Tensor:
         """(R, K, K) ``log T[k, rK + l]`` at ``[r, k, l]``."""
@@ -97,7 +103,8 @@ class UnionNet(BaseLearner):
     Parameters
     ----------
     epsilon : float, default 1e-5
-        Off-diagonal mass of each transition block at initialisation (the paper's).
+        Off-diagonal mass of each block of the transition's parameter at
+        initialisation (the paper's value).
     normalization : {"union", "block"}, default "union"
         Softmax of the transition over each whole row of ``T`` (one distribution over
         the union) or within each annotator's block (see the module docstring).
