@@ -5,7 +5,8 @@ Minimization, Identifiability, and Regularization", ICLR 2023. Annotator ``m`` a
 through a column-stochastic confusion ``A_m`` (``A_m[k', k] = p(label k' | true class
 k)``), so the distribution of its label on instance ``x`` is ``A_m f(x)`` with ``f(x)``
 the classifier's class probabilities. The training objective (the paper's coupled
-cross-entropy minimisation, CCEM, with its regularisers, Section 4) is
+cross-entropy minimisation, CCEM, plus the volume regularisers that define GeoCrowdNet
+(F) and (W); equation numbers are not cited as the paper was not at hand) is
 
 * the cross-entropy ``-log [A_m f(x_n)]_{y_n^m}`` of every observed annotation
   (averaged over the batch's annotations), plus
@@ -18,11 +19,12 @@ cross-entropy minimisation, CCEM, with its regularisers, Section 4) is
   - ``penalty="W"`` (GeoCrowdNet (W)): ``R = -log det(W^T W)``, ``W = [A_1; ...; A_M]``
     the ``MK x K`` stack of every annotator's confusion.
 
-As in the authors' code, a batch's regulariser is dropped when it is not finite or
-exceeds 100 (e.g. ``F^T F`` singular because the batch has fewer tasks than classes,
-or a collapsed batch early in training). ``A_m`` is a softmax over each column of a
-free ``K x K`` parameter that starts, as in the authors' code, at the identity ``I``:
-every ``A_m`` starts as the column-softmax of ``I``, the identity smoothed to a
+As the issue asks (and a public re-implementation does), a batch's regulariser is
+dropped when it is not finite or exceeds 100 (e.g. ``F^T F`` singular because the
+batch has fewer tasks than classes, or a collapsed batch early in training). ``A_m``
+is a softmax over each column of a free ``K x K`` parameter that starts, as in the
+code published by the paper's authors, at the identity ``I``: every ``A_m`` starts as
+the column-softmax of ``I``, the identity smoothed to a
 diagonal of ``e / (e + K - 1)`` (0.58 for K = 3). A sharper start (``6 I - 5``,
 diagonal 0.998) leaves the confusions nearly frozen within the default 25 epochs:
 the classifier then absorbs the noise (on a simulated crowd whose workers share a

@@ -4,20 +4,21 @@ Tanno, Saeedi, Sankaranarayanan, Alexander & Silberman, "Learning From Noisy Lab
 Regularized Estimation Of Annotator Confusion", CVPR 2019. Annotator ``r`` answers
 through a row-stochastic confusion ``A_r`` (row = true class, column = label), so the
 distribution of its label on instance ``x`` is ``p(y | x, r) = f(x)^T A_r`` with
-``f(x)`` the classifier's class probabilities (the paper's eq. 2, written with rows as
-the true class). The loss (the paper's eq. 4) is
+``f(x)`` the classifier's class probabilities (the paper's model of each annotator's
+noisy label, written with rows as the true class). The loss (the paper's
+trace-regularised objective) is
 
 * the cross-entropy ``-log [f(x_i)^T A_r]_{y_i^r}`` of every observed annotation,
   averaged over the batch's annotations, plus
 * ``lam * trace`` with the trace ``tr(A_r)`` averaged over all annotators (our reading
   of the paper's ``sum_r tr(A_r)``: divided by the number of annotators, so that
   ``lam`` weighs the trace against a per-annotation average cross-entropy the same way
-  whatever the size of the crowd; it is also what the public re-implementations do).
+  whatever the size of the crowd; a public re-implementation does the same).
 
 Minimising the trace makes the confusions absorb as much of the noise as the data
 allow, which the paper shows recovers the true confusions when the annotators are on
 average more often right than wrong. ``A_r`` is a softmax over each row of a free
-``K x K`` parameter that starts at ``6 I - 5`` (as in the authors' code), so every
+``K x K`` parameter that starts at ``6 I - 5`` (as in a public re-implementation), so every
 ``A_r`` starts close to the identity. The default ``lam = 0.01`` is the paper's. From
 that sharp start the confusions move slowly (the softmax is saturated): give the
 method more steps than the shared defaults (e.g. 60 epochs at ``lr=0.01``), or the

@@ -15,9 +15,9 @@ what:
 
 * ``"union"`` (default): each row of ``T`` is a distribution over the whole union
   (the ``RK`` positions), so the union output is one distribution and the model also
-  learns how the labels of each class spread over annotators; this is the single
-  union transition of the paper (and of the public re-implementation behind the
-  published benchmark numbers);
+  learns how the labels of each class spread over annotators; this is our reading of
+  the paper's single union transition (and what the public re-implementation behind
+  the published benchmark numbers does);
 * ``"block"``: each ``K x K`` block ``T_r`` is row-stochastic on its own; the union
   output then sums to ``R`` and its cross-entropy is each annotator's own
   cross-entropy plus ``log R``.
