@@ -25,9 +25,12 @@ from crowdlearn.learning.crowd_layer_self import CrowdLayerSelf
 from crowdlearn.learning.crowding import CrowdInG
 from crowdlearn.learning.dl_em import DLEM
 from crowdlearn.learning.doctor_net import DoctorNet
+from crowdlearn.learning.geocrowdnet import GeoCrowdNet
 from crowdlearn.learning.iced import ICED
 from crowdlearn.learning.self_crowd import SelfCrowd
+from crowdlearn.learning.trace_reg import TraceReg
 from crowdlearn.learning.two_stage import Supervised, TwoStage
+from crowdlearn.learning.union_net import UnionNet
 
 register_learner("supervised", Supervised, "train on the ground truth (upper bound)")
 register_learner(
@@ -94,6 +97,23 @@ register_learner(
     SelfCrowd,
     "Self-Crowd (Shi et al.): Crowd Layer self-training with class-balanced pseudo-annotations",
 )
+register_learner(
+    "geocrowdnet",
+    GeoCrowdNet,
+    "GeoCrowdNet (Ibrahim et al. 2023): coupled cross-entropy, log-det regulariser F or W",
+)
+register_learner(
+    "geocrowdnet-f", GeoCrowdNet, "GeoCrowdNet (F): -log det(F^T F) on the outputs", penalty="F"
+)
+register_learner(
+    "geocrowdnet-w", GeoCrowdNet, "GeoCrowdNet (W): -log det(W^T W) on the confusions", penalty="W"
+)
+register_learner(
+    "trace-reg", TraceReg, "Trace regularisation (Tanno et al. 2019): confusions + lam trace"
+)
+register_learner(
+    "union-net", UnionNet, "Union-Net (Wei et al. 2022): annotators' labels as one union target"
+)
 
 __all__ = [
     "DLEM",
@@ -108,10 +128,13 @@ __all__ = [
     "CrowdLayerSelf",
     "CrowdMixture",
     "DoctorNet",
+    "GeoCrowdNet",
     "SelfCrowd",
     "SmallCNN",
     "Supervised",
+    "TraceReg",
     "TwoStage",
+    "UnionNet",
     "build_backbone",
     "make_learner",
     "register_learner",
