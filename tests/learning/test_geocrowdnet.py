@@ -156,8 +156,8 @@ def test_beats_majority_vote_on_a_crowd_with_adversaries(penalty):
     for seed in (0, 1):
         crowd, X_test, y_test = noisy_crowd(seed)
         training = dict(max_epochs=30, lr=0.01, random_state=seed)
-        model = GeoCrowdNet(penalty, **training).fit(crowd)
-        baseline = TwoStage(**training).fit(crowd)
+        model = GeoCrowdNet(penalty, **training).fit(crowd, valid=None)
+        baseline = TwoStage(**training).fit(crowd, valid=None)
         accuracy = np.mean(model.predict(X_test) == y_test)
         assert accuracy >= np.mean(baseline.predict(X_test) == y_test) + 0.1
         np.testing.assert_allclose(model.confusions_.sum(axis=2), 1.0, atol=1e-6)
@@ -176,7 +176,7 @@ def test_geocrowdnet_w_recovers_confusions_better_than_the_crowd_layer():
     )
     training = dict(max_epochs=60, lr=0.01, random_state=0)
     errors = {
-        name: np.abs(model.fit(crowd).confusions_ - info.confusions).mean()
+        name: np.abs(model.fit(crowd, valid=None).confusions_ - info.confusions).mean()
         for name, model in [
             ("crowdlayer", CrowdLayer(**training)),
             ("geocrowdnet-w", GeoCrowdNet("W", **training)),

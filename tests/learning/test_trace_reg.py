@@ -122,8 +122,8 @@ def test_beats_majority_vote_on_a_crowd_with_adversaries():
     for seed in (0, 1):
         crowd, X_test, y_test = adversarial_crowd(seed)
         # the sharp near-identity start needs more steps than the shared default
-        model = TraceReg(max_epochs=100, lr=0.01, random_state=seed).fit(crowd)
-        baseline = TwoStage(max_epochs=30, lr=0.01, random_state=seed).fit(crowd)
+        model = TraceReg(max_epochs=100, lr=0.01, random_state=seed).fit(crowd, valid=None)
+        baseline = TwoStage(max_epochs=30, lr=0.01, random_state=seed).fit(crowd, valid=None)
         accuracy = np.mean(model.predict(X_test) == y_test)
         assert accuracy >= np.mean(baseline.predict(X_test) == y_test) + 0.1
         np.testing.assert_allclose(model.confusions_.sum(axis=2), 1.0, atol=1e-6)
@@ -141,7 +141,7 @@ def test_recovers_confusions_better_than_the_crowd_layer():
     )
     training = dict(max_epochs=60, lr=0.01, random_state=0)
     errors = {
-        name: np.abs(model.fit(crowd).confusions_ - info.confusions).mean()
+        name: np.abs(model.fit(crowd, valid=None).confusions_ - info.confusions).mean()
         for name, model in [
             ("crowdlayer", CrowdLayer(**training)),
             ("trace-reg", TraceReg(**training)),

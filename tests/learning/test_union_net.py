@@ -134,8 +134,8 @@ def test_beats_majority_vote_on_a_crowd_with_adversaries():
     for seed in (0, 1):
         crowd, X_test, y_test = adversarial_crowd(seed)
         training = dict(max_epochs=30, lr=0.01, random_state=seed)
-        model = UnionNet(**training).fit(crowd)
-        baseline = TwoStage(**training).fit(crowd)
+        model = UnionNet(**training).fit(crowd, valid=None)
+        baseline = TwoStage(**training).fit(crowd, valid=None)
         accuracy = np.mean(model.predict(X_test) == y_test)
         assert accuracy >= np.mean(baseline.predict(X_test) == y_test) + 0.1
         np.testing.assert_allclose(model.confusions_.sum(axis=2), 1.0, atol=1e-6)
