@@ -17,6 +17,7 @@ from crowdlearn.aggregation import (
 )
 from crowdlearn.learning._base import TRAINING_PARAMS, BaseLearner
 from crowdlearn.learning._registry import LEARNERS, make_learner, register_learner
+from crowdlearn.learning.annot_mix import AnnotMix
 from crowdlearn.learning.backbones import MLP, SmallCNN, build_backbone
 from crowdlearn.learning.cmm import CrowdMixture
 from crowdlearn.learning.conal import CoNAL
@@ -26,6 +27,7 @@ from crowdlearn.learning.crowding import CrowdInG
 from crowdlearn.learning.dl_em import DLEM
 from crowdlearn.learning.doctor_net import DoctorNet
 from crowdlearn.learning.iced import ICED
+from crowdlearn.learning.madl import MaDL
 from crowdlearn.learning.self_crowd import SelfCrowd
 from crowdlearn.learning.two_stage import Supervised, TwoStage
 
@@ -94,6 +96,14 @@ register_learner(
     SelfCrowd,
     "Self-Crowd (Shi et al.): Crowd Layer self-training with class-balanced pseudo-annotations",
 )
+register_learner(
+    "annot-mix",
+    AnnotMix,
+    "annot-mix (Herde et al. 2024): mixup of instances and (annotator, label) pairs",
+)
+register_learner(
+    "madl", MaDL, "MaDL (Herde et al. 2023): instance-dependent confusions, annotator kernel"
+)
 
 __all__ = [
     "DLEM",
@@ -101,6 +111,7 @@ __all__ = [
     "LEARNERS",
     "MLP",
     "TRAINING_PARAMS",
+    "AnnotMix",
     "BaseLearner",
     "CoNAL",
     "CrowdInG",
@@ -108,6 +119,7 @@ __all__ = [
     "CrowdLayerSelf",
     "CrowdMixture",
     "DoctorNet",
+    "MaDL",
     "SelfCrowd",
     "SmallCNN",
     "Supervised",
