@@ -26,8 +26,10 @@ from crowdlearn.learning.crowd_layer_self import CrowdLayerSelf
 from crowdlearn.learning.crowding import CrowdInG
 from crowdlearn.learning.dl_em import DLEM
 from crowdlearn.learning.doctor_net import DoctorNet
+from crowdlearn.learning.doctor_net_weighted import DoctorNetWeighted
 from crowdlearn.learning.iced import ICED
 from crowdlearn.learning.madl import MaDL
+from crowdlearn.learning.max_mig import MaxMIG
 from crowdlearn.learning.self_crowd import SelfCrowd
 from crowdlearn.learning.two_stage import Supervised, TwoStage
 
@@ -104,6 +106,14 @@ register_learner(
 register_learner(
     "madl", MaDL, "MaDL (Herde et al. 2023): instance-dependent confusions, annotator kernel"
 )
+register_learner(
+    "max-mig", MaxMIG, "Max-MIG (Cao et al. 2019): classifier and crowd aggregator, f-MIG (KL)"
+)
+register_learner(
+    "doctornet-w",
+    DoctorNetWeighted,
+    "Weighted Doctor Net (Guan et al. 2018): heads averaged with learned weights (WDN)",
+)
 
 __all__ = [
     "DLEM",
@@ -119,7 +129,9 @@ __all__ = [
     "CrowdLayerSelf",
     "CrowdMixture",
     "DoctorNet",
+    "DoctorNetWeighted",
     "MaDL",
+    "MaxMIG",
     "SelfCrowd",
     "SmallCNN",
     "Supervised",
