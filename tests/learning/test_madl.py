@@ -9,12 +9,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import gamma as gamma_distribution
+from torch import nn
 
 from crowdlearn import CrowdDataError
 from crowdlearn.learning import TwoStage
 from crowdlearn.learning._base import BaseLearner
 from crowdlearn.learning._batches import TaskBatch
-from crowdlearn.learning.madl import MaDL, eta_bias
+from crowdlearn.learning.backbones import build_backbone
+from crowdlearn.learning.madl import FeatureTap, MaDL, eta_bias
 from crowdlearn.simulate import crowd_on_features
 
 torch.set_num_threads(1)
@@ -219,3 +221,39 @@ def test_confusions_of_chosen_workers_and_bad_input():
         MaDL(eta=1.0, max_epochs=1).fit(crowd)
     with pytest.raises(CrowdDataError, match="anonymous"):
         MaDL(max_epochs=1).fit(crowd.anonymous())
+
+
+class Scaled(nn.Module):
+    """A backbone without any linear layer: the first K inputs, scaled."""
+
+    def __init__(self, n_classes: int) -> None:
+        super().__init__()
+        self.n_classes = n_classes
+        self.scale = nn.Parameter(torch.ones(n_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.flatten(1)[:, : self.n_classes] * self.scale
+
+
+def test_feature_tap_reads_the_last_linear_layers_input_or_the_logits():
+    cnn = build_backbone("cnn", (1, 8, 8), 3, hidden=(10,))
+    tap = FeatureTap(cnn, 3)
+    features, logits = tap.run(torch.randn(4, 1, 8, 8))
+    assert tap.size == 10 and features.shape == (4, 10) and logits.shape == (4, 3)
+    head = cnn.head.layers[-1]
+    torch.testing.assert_close(head(features), logits)
+    plain = FeatureTap(Scaled(3), 3)
+    features, logits = plain.run(torch.randn(4, 5))
+    assert plain.size == 3 and features is logits
+
+
+def test_madl_trains_on_images_and_on_a_backbone_without_linear_layers():
+    rng = np.random.default_rng(0)
+    images = rng.normal(size=(60, 1, 8, 8)).astype(np.float32)
+    y = (images[:, 0, :4].mean(axis=(1, 2)) > 0).astype(int)
+    crowd = crowd_on_features(images, y, n_workers=5, labels_per_task=2, seed=0)
+    model = MaDL(backbone="cnn", hidden=(12,), max_epochs=1).fit(crowd)
+    assert model.confusions(images[:3]).shape == (3, 5, 2, 2)
+    flat = crowd_on_features(images.reshape(60, -1), y, n_workers=5, labels_per_task=2)
+    model = MaDL(backbone=lambda shape, k: Scaled(k), max_epochs=1).fit(flat)
+    assert model.module_["noise"].instance.in_features == 2
