@@ -56,6 +56,10 @@ from crowdlearn.data.inputs import as_inputs
 from crowdlearn.learning._base import BaseLearner, training_inputs
 from crowdlearn.learning._batches import TaskBatch
 
+#: Training instances over which ``confusions_`` averages the instance-dependent
+#: confusions (evenly spaced over the task codes when there are more).
+CONFUSION_SAMPLE = 500
+
 
 class FeatureTap:
     """Records the input of a classifier's last linear layer (its learned features).
@@ -184,9 +188,13 @@ class AnnotatorModelLearner(BaseLearner):
 
     def fit(self, data: CrowdData, *args: Any, **kwargs: Any) -> AnnotatorModelLearner:
         """Train on ``data`` (same arguments as :meth:`BaseLearner.fit`), then average the
-        learned confusions over the training instances into ``confusions_``."""
+        learned confusions over the training instances into ``confusions_`` (over at most
+        :data:`CONFUSION_SAMPLE` of them, evenly spaced, to bound the cost)."""
         super().fit(data, *args, **kwargs)
-        self._mean_confusions = self.confusions(training_inputs(data)).mean(axis=0)
+        inputs = training_inputs(data)
+        count = min(len(inputs), CONFUSION_SAMPLE)
+        rows = np.unique(np.linspace(0, len(inputs) - 1, count).round().astype(np.int64))
+        self._mean_confusions = self.confusions(inputs.subset(rows)).mean(axis=0)
         return self
 
     def confusions(self, X: Any, workers: Any = None) -> np.ndarray:
@@ -302,8 +310,9 @@ class MaDL(AnnotatorModelLearner):
     Attributes
     ----------
     confusions_ : ndarray (n_workers, K, K)
-        The instance-dependent confusions averaged over the training instances (see
-        :meth:`confusions` for those of given instances).
+        The instance-dependent confusions averaged over the training instances (at most
+        :data:`CONFUSION_SAMPLE`, evenly spaced; see :meth:`confusions` for those of
+        given instances).
     annotator_weights_ : ndarray (n_workers,)
         The loss weights of the annotators from the learned kernel (ones when
         ``alpha`` is None).
