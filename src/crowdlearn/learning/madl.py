@@ -34,6 +34,9 @@ Readings chosen here (the paper leaves them to the architecture):
   ``M`` annotators (embeddings detached): an annotator with many similar ones (e.g. a
   large group of look-alike spammers) weighs less, so no cluster of annotators
   dominates the loss. ``alpha=None`` switches the weights and the prior off.
+* The AP model: instance embedding and annotator embedding concatenated, one hidden
+  ReLU layer of ``embedding_dim`` units, then the K x K output; the paper's optional
+  outer-product layer and residual connection are left out.
 * The AP model's instance input keeps its gradient (the GT model's features learn
   from both models, as in the paper's default); annot-mix detaches it.
 * Prediction uses the GT model only.
