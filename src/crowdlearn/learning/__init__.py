@@ -17,6 +17,7 @@ from crowdlearn.aggregation import (
 )
 from crowdlearn.learning._base import TRAINING_PARAMS, BaseLearner
 from crowdlearn.learning._registry import LEARNERS, make_learner, register_learner
+from crowdlearn.learning.annot_mix import AnnotMix
 from crowdlearn.learning.backbones import MLP, SmallCNN, build_backbone
 from crowdlearn.learning.cmm import CrowdMixture
 from crowdlearn.learning.conal import CoNAL
@@ -25,8 +26,11 @@ from crowdlearn.learning.crowd_layer_self import CrowdLayerSelf
 from crowdlearn.learning.crowding import CrowdInG
 from crowdlearn.learning.dl_em import DLEM
 from crowdlearn.learning.doctor_net import DoctorNet
+from crowdlearn.learning.doctor_net_weighted import DoctorNetWeighted
 from crowdlearn.learning.geocrowdnet import GeoCrowdNet
 from crowdlearn.learning.iced import ICED
+from crowdlearn.learning.madl import MaDL
+from crowdlearn.learning.max_mig import MaxMIG
 from crowdlearn.learning.self_crowd import SelfCrowd
 from crowdlearn.learning.trace_reg import TraceReg
 from crowdlearn.learning.two_stage import Supervised, TwoStage
@@ -114,6 +118,22 @@ register_learner(
 register_learner(
     "union-net", UnionNet, "Union-Net (Wei et al. 2022): annotators' labels as one union target"
 )
+register_learner(
+    "annot-mix",
+    AnnotMix,
+    "annot-mix (Herde et al. 2024): mixup of instances and (annotator, label) pairs",
+)
+register_learner(
+    "madl", MaDL, "MaDL (Herde et al. 2023): instance-dependent confusions, annotator kernel"
+)
+register_learner(
+    "max-mig", MaxMIG, "Max-MIG (Cao et al. 2019): classifier and crowd aggregator, f-MIG (KL)"
+)
+register_learner(
+    "doctornet-w",
+    DoctorNetWeighted,
+    "Weighted Doctor Net (Guan et al. 2018): heads averaged with learned weights (WDN)",
+)
 
 __all__ = [
     "DLEM",
@@ -121,6 +141,7 @@ __all__ = [
     "LEARNERS",
     "MLP",
     "TRAINING_PARAMS",
+    "AnnotMix",
     "BaseLearner",
     "CoNAL",
     "CrowdInG",
@@ -128,7 +149,10 @@ __all__ = [
     "CrowdLayerSelf",
     "CrowdMixture",
     "DoctorNet",
+    "DoctorNetWeighted",
     "GeoCrowdNet",
+    "MaDL",
+    "MaxMIG",
     "SelfCrowd",
     "SmallCNN",
     "Supervised",
