@@ -89,7 +89,7 @@ class BaseLearner(BaseEstimator):
         Hidden layers of the MLP (first entry: the CNN's dense layer).
     dropout : float, default 0.5
     batch_norm : bool, default False
-    optimizer : {"adam", "adamw", "sgd"}, default "adam"
+    optimizer : {"adam", "adamw", "radam", "sgd"}, default "adam"
     lr : float, default 1e-3
     weight_decay : float, default 0.0
     lr_schedule : {None, "cosine", "step"}, default None

@@ -264,9 +264,13 @@ def _optimizer(learner: BaseLearner, module: nn.Module) -> torch.optim.Optimizer
         return torch.optim.Adam(module.parameters(), **options)
     if learner.optimizer == "adamw":
         return torch.optim.AdamW(module.parameters(), **options)
+    if learner.optimizer == "radam":
+        return torch.optim.RAdam(module.parameters(), **options)
     if learner.optimizer == "sgd":
         return torch.optim.SGD(module.parameters(), momentum=0.9, **options)
-    raise ValueError(f"optimizer must be 'adam', 'adamw' or 'sgd', got {learner.optimizer!r}")
+    raise ValueError(
+        f"optimizer must be 'adam', 'adamw', 'radam' or 'sgd', got {learner.optimizer!r}"
+    )
 
 
 def _scheduler(learner: BaseLearner, optimizer: torch.optim.Optimizer) -> Any:
