@@ -26,6 +26,7 @@ from crowdlearn.learning.crowding import CrowdInG
 from crowdlearn.learning.dl_em import DLEM
 from crowdlearn.learning.doctor_net import DoctorNet
 from crowdlearn.learning.iced import ICED
+from crowdlearn.learning.search import SearchResult, search
 from crowdlearn.learning.self_crowd import SelfCrowd
 from crowdlearn.learning.two_stage import Supervised, TwoStage
 
@@ -108,6 +109,7 @@ __all__ = [
     "CrowdLayerSelf",
     "CrowdMixture",
     "DoctorNet",
+    "SearchResult",
     "SelfCrowd",
     "SmallCNN",
     "Supervised",
@@ -115,4 +117,5 @@ __all__ = [
     "build_backbone",
     "make_learner",
     "register_learner",
+    "search",
 ]
