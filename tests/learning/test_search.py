@@ -204,3 +204,12 @@ def test_expand_grid_is_the_union_of_products(grids):
             assert all(point[k] in grid[k] for k in grid)
     if len(grids) == 1:
         assert expand_grid(grids[0]) == points
+
+
+def test_progress_bar_over_the_grid_points(crowd, capsys):
+    data, _, _ = crowd
+    search("crowdlayer", {"lr": [1e-3, 3e-2]}, data, refit=False, **{**FAST, "progress": True})
+    shown = capsys.readouterr().err
+    assert "search crowdlayer" in shown and "2/2" in shown
+    with pytest.raises(ValueError, match="progress"):
+        search("crowdlayer", {"lr": [1e-3]}, data, **{**FAST, "progress": "sometimes"})
