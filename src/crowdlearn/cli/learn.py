@@ -245,7 +245,8 @@ def _float_or_none(value: Any) -> float | None:
     "-o",
     "--output",
     type=click.Path(file_okay=False),
-    help="Output folder: model.pt, history.csv, summary.json, confusions.json, predictions.csv.",
+    help="Output folder: model.pt, history.csv, summary.json, confusions.json, "
+    "predictions.csv (and search.csv with --search).",
 )
 @click.option("--backbone", type=click.Choice(["mlp", "cnn"]), help="Classifier network.")
 @click.option("--hidden", type=int, multiple=True, help="Hidden units (repeat for layers).")
