@@ -106,6 +106,15 @@ def test_learn_on_a_registry_dataset(tmp_path, shared_datasets):
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "lm" / "summary.json").read_text())
     assert summary["test_accuracy"] > 0.5 and summary["params"]["hidden"] == "(32,)"
+    # the default selects without truth, even where the dataset has a validation split
+    assert summary["validation"] == "crowd"
+    result = run(
+        "labelme", "-s", "ds+nn", "--epochs", 2, "--hidden", 32, "--root", shared_datasets,
+        "--valid", "split", "-o", tmp_path / "split", "--quiet",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "split" / "summary.json").read_text())
+    assert summary["validation"] == "truth" and 0.0 <= summary["selection_score"] <= 1.0
 
 
 @pytest.mark.parametrize(
@@ -114,10 +123,31 @@ def test_learn_on_a_registry_dataset(tmp_path, shared_datasets):
         (["-s", "nope"], "unknown method 'nope'"),
         (["-s", "crowdlayer", "--param", "variant=XX", "--epochs", "1"], "variant"),
         (["-s", "mv+nn", "--valid-labels", "LABELS"], "--valid-features"),
+        (["-s", "mv+nn", "--valid", "crowd", "--valid-labels", "LABELS"], "--valid FILE"),
+        (["-s", "mv+nn", "--valid", "bogus"], "--valid bogus: use crowd, none, split"),
+        (["-s", "mv+nn", "--valid", "split"], "--valid split needs a registry dataset"),
+        (["-s", "mv+nn", "--valid", "FEATURES"], "need --valid-labels"),
+        (
+            ["-s", "mv+nn", "--valid", "LABELS", "--valid-features", "FEATURES"],
+            "conflicts with --valid-features",
+        ),
+        (["-s", "mv+nn", "--valid-share", "1.5"], "--valid-share"),
+        (["-s", "mv+nn", "--standardize", "maybe"], "--standardize"),
+        (["-s", "crowdlayer", "--search", "nosuch=1,2"], "--search nosuch: method"),
+        (["-s", "crowdlayer", "--search", "lr=fast"], "--search lr: parameter 'lr' expects"),
+        (["-s", "crowdlayer", "--search", "lr"], "--search expects NAME=V1,V2"),
+        (["-s", "crowdlayer", "--search", "lr=1,"], "--search expects NAME=V1,V2"),
+        (["-s", "crowdlayer", "--search", "lr=1", "--search", "lr=2"], "given twice"),
+        (["-s", "crowdlayer", "--search", "lr=1,2", "--lr", "0.1"], "also given as a fixed"),
+        (["-s", "crowdlayer", "--search", "seed=1,2"], "has no parameter 'seed'"),
+        (["-s", "crowdlayer", "--search", "random_state=1,2"], "not searchable"),
+        (["-s", "crowdlayer", "--search", "refit=true,false"], "not searchable"),
+        (["-s", "crowdlayer", "--search", "lr=1,2", "--valid", "none"], "selection criterion"),
     ],
 )
 def test_bad_options_exit_2_and_write_nothing(simulated, args, message):
-    args = [str(simulated / "y_test.npy") if a == "LABELS" else a for a in args]
+    files = {"LABELS": simulated / "y_test.npy", "FEATURES": simulated / "X_test.npy"}
+    args = [str(files.get(a, a)) for a in args]
     result = run(simulated / "sim", *args, "-o", simulated / "out")
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
@@ -146,7 +176,7 @@ def _learn_and_summary(simulated, spec, *options):
 def test_learn_self_crowd(simulated):
     summary, history = _learn_and_summary(
         simulated, "self-crowd[selection=random]",
-        "--param", "n_per_round=40", "--param", "n_rounds=2", "--epochs", 2,
+        "--param", "n_per_round=40", "--param", "n_rounds=2", "--epochs", 2, "--valid", "none",
     )  # fmt: skip
     assert summary["method"] == "SelfCrowd" and summary["params"]["selection"] == "'random'"
     assert history[0].startswith("round,") and len(history) == 4
@@ -165,6 +195,7 @@ def test_learn_crowding(simulated):
     summary, history = _learn_and_summary(
         simulated, "crowding[info_loss=false]",
         "--param", "gan_epochs=2", "--param", "updates_per_epoch=1", "--epochs", 2,
+        "--valid", "none",
     )  # fmt: skip
     assert summary["method"] == "CrowdInG" and summary["params"]["info_loss"] == "False"
     assert history[0].startswith("epoch,d_loss,g_loss,c_loss,info_loss") and len(history) == 4
@@ -185,3 +216,72 @@ def test_learn_shows_the_epoch_bar_on_a_terminal_unless_quiet(simulated, monkeyp
     )
     assert quiet.exit_code == 0, quiet.output
     assert "epoch" not in quiet.stderr
+
+
+def test_learn_selects_on_the_crowd_by_default(simulated):
+    summary, history = _learn_and_summary(simulated, "crowdlayer", "--epochs", 2)
+    assert summary["validation"] == "crowd"
+    assert summary["selected_epoch"] in (1, 2)
+    assert summary["selection_score"] < 0  # a log-likelihood per annotation
+    assert summary["temperature"] > 0 and summary["standardized"] is True
+    assert len(history) == 1 + summary["best_epoch"]  # the refit's history
+
+
+def test_learn_without_validation_and_without_the_extras(simulated):
+    summary, _ = _learn_and_summary(
+        simulated, "crowdlayer", "--epochs", 2, "--valid", "none",
+        "--no-calibrate", "--standardize", "no",
+    )  # fmt: skip
+    assert summary["validation"] == "none" and summary["selection_score"] is None
+    assert summary["temperature"] == 1.0 and summary["standardized"] is False
+    assert summary["best_epoch"] == summary["selected_epoch"] == 2
+    assert summary["params"]["standardize"] == "False"
+
+
+def test_learn_crowd_validation_options_reach_the_learner(simulated):
+    summary, history = _learn_and_summary(
+        simulated, "crowdlayer", "--epochs", 2, "--valid-share", 0.3, "--no-refit",
+        "--no-calibrate", "--standardize", "yes",
+    )  # fmt: skip
+    assert summary["params"]["valid_share"] == "0.3"
+    assert summary["params"]["refit"] == "False" and summary["params"]["calibrate"] == "False"
+    assert summary["params"]["standardize"] == "True" and summary["standardized"] is True
+    assert summary["validation"] == "crowd" and summary["temperature"] == 1.0
+    assert "valid_crowd_ll" in history[0]  # no refit: the selection's own history
+
+
+def test_learn_valid_file_and_its_older_spelling_agree(simulated):
+    labelled = ["--valid-labels", simulated / "y_test.npy", "--epochs", 2]
+    new, new_history = _learn_and_summary(
+        simulated, "crowdlayer", "--valid", simulated / "X_test.npy", *labelled
+    )
+    old, old_history = _learn_and_summary(
+        simulated, "crowdlayer", "--valid-features", simulated / "X_test.npy", *labelled,
+        "--overwrite",
+    )  # fmt: skip
+    assert new["validation"] == old["validation"] == "truth"
+    assert 0.0 <= new["selection_score"] <= 1.0  # the validation accuracy
+    assert "valid_accuracy" in new_history[0]
+
+    # the same fits, apart from their timings
+    def untimed(lines):
+        column = lines[0].split(",").index("seconds")
+        return [[v for i, v in enumerate(line.split(",")) if i != column] for line in lines]
+
+    assert untimed(new_history) == untimed(old_history)
+
+
+def test_learn_search_writes_the_grid_and_keeps_the_best(simulated):
+    summary, _ = _learn_and_summary(
+        simulated, "crowdlayer", "--epochs", 1, "--hidden", 16, "--no-refit",
+        "--search", "lr=1e-3,3e-2", "--search", "dropout=0,0.5",
+    )  # fmt: skip
+    table = pd.read_csv(simulated / "out" / "search.csv")
+    assert len(table) == 4 and table["rank"].tolist() == [1, 2, 3, 4]
+    assert {"lr", "dropout", "score", "selected_epoch", "seconds"} <= set(table.columns)
+    assert table["score"].is_monotonic_decreasing
+    assert float(summary["params"]["lr"]) == table.loc[0, "lr"]
+    assert float(summary["params"]["dropout"]) == table.loc[0, "dropout"]
+    assert summary["selection_score"] == pytest.approx(table.loc[0, "score"])
+    model = BaseLearner.load(simulated / "out" / "model.pt")
+    assert model.lr == table.loc[0, "lr"]

@@ -84,6 +84,55 @@ def _pair(features: str | None, labels: str | None, what: str) -> tuple[Any, Any
     return X, y
 
 
+#: The keywords of ``--valid`` (anything else is a features file).
+VALID_MODES = ("crowd", "none", "split")
+
+
+def _valid_mode(valid: str | None, valid_features: str | None, valid_labels: str | None) -> str:
+    """``crowd``, ``none``, ``split`` or the path of a validation features file, from
+    ``--valid`` and its older spelling ``--valid-features`` (checked, before any data
+    is read)."""
+    if valid_features is not None:
+        if valid is not None and valid != valid_features:
+            raise CrowdDataError(
+                f"--valid {valid} conflicts with --valid-features {valid_features}: "
+                "give one of them (--valid FILE is the same as --valid-features FILE)"
+            )
+        valid = valid_features
+    mode = "crowd" if valid is None else valid
+    if mode in VALID_MODES:
+        if valid_labels is not None:
+            raise CrowdDataError(
+                f"--valid-labels needs --valid FILE (or --valid-features FILE), not --valid {mode}"
+            )
+        return mode
+    if not Path(mode).is_file():
+        raise CrowdDataError(
+            f"--valid {mode}: use crowd, none, split or an existing validation features file"
+        )
+    if valid_labels is None:
+        raise CrowdDataError(f"--valid {mode}: validation instances need --valid-labels")
+    return mode
+
+
+def _parse_search(specs: tuple[str, ...]) -> dict[str, list[str]]:
+    """``--search "lr=1e-3,1e-2"`` options as a grid: name -> values (text, converted
+    like ``--param`` when the learner is built)."""
+    grid: dict[str, list[str]] = {}
+    for spec in specs:
+        key, sep, values = spec.partition("=")
+        key = key.strip()
+        options = [v.strip() for v in values.split(",")]
+        if not sep or not key or not all(options):
+            raise CrowdDataError(
+                f"--search expects NAME=V1,V2,..., got {spec!r} (a tuple value is written 128/64)"
+            )
+        if key in grid:
+            raise CrowdDataError(f"--search {key}: given twice; list its values once")
+        grid[key] = options
+    return grid
+
+
 def _check_device(device: str | None) -> None:
     """Refuse a device string torch does not know, or a device this machine lacks,
     before any data is read (torch would fail only when the model is built)."""
@@ -141,6 +190,11 @@ def learning_outputs(model: Any, data: CrowdData, test: Any) -> dict[str, Any]:
             "n_annotations": data.n_annotations,
             "best_epoch": int(model.best_epoch_),
             "epochs_run": len(model.history_),
+            "validation": getattr(model, "validation_", "none"),
+            "selected_epoch": _int_or_none(getattr(model, "selected_epoch_", None)),
+            "selection_score": _float_or_none(getattr(model, "selection_score_", None)),
+            "temperature": float(getattr(model, "temperature_", 1.0)),
+            "standardized": getattr(model, "scaler_", None) is not None,
         },
         "history": model.history_,
     }
@@ -163,6 +217,14 @@ def learning_outputs(model: Any, data: CrowdData, test: Any) -> dict[str, Any]:
     return outputs
 
 
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
 @cli.command()
 @reading_options
 @click.argument("data", required=False)
@@ -183,7 +245,8 @@ def learning_outputs(model: Any, data: CrowdData, test: Any) -> dict[str, Any]:
     "-o",
     "--output",
     type=click.Path(file_okay=False),
-    help="Output folder: model.pt, history.csv, summary.json, confusions.json, predictions.csv.",
+    help="Output folder: model.pt, history.csv, summary.json, confusions.json, "
+    "predictions.csv (and search.csv with --search).",
 )
 @click.option("--backbone", type=click.Choice(["mlp", "cnn"]), help="Classifier network.")
 @click.option("--hidden", type=int, multiple=True, help="Hidden units (repeat for layers).")
@@ -205,11 +268,54 @@ def learning_outputs(model: Any, data: CrowdData, test: Any) -> dict[str, Any]:
     help="Task features: .npy/.txt aligned with task codes, or a CSV/Parquet table "
     "with a task column.",
 )
-@click.option("--valid-features", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--valid",
+    metavar="crowd|none|split|FILE",
+    help="How the epoch is chosen. crowd (the default, as in the Python API): on a "
+    "held-out share of the annotated tasks, by their annotations' likelihood, no truth "
+    "needed; none: keep the last epoch; split: the registry dataset's validation split "
+    "(no longer used unless asked for); FILE: validation features, labelled by "
+    "--valid-labels.",
+)
+@click.option(
+    "--valid-features",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Same as --valid FILE.",
+)
 @click.option(
     "--valid-labels",
     type=click.Path(exists=True, dir_okay=False),
-    help="Class codes of the validation instances.",
+    help="Class codes of the validation instances of --valid FILE.",
+)
+@click.option(
+    "--valid-share",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    help="With --valid crowd: the share of the annotated tasks held out (default 0.2).",
+)
+@click.option(
+    "--refit/--no-refit",
+    default=None,
+    help="With --valid crowd: train again on every task for the selected number of "
+    "epochs (default: the method's default).",
+)
+@click.option(
+    "--calibrate/--no-calibrate",
+    default=None,
+    help="Temperature scaling of the probabilities on the validation data (default: on).",
+)
+@click.option(
+    "--standardize",
+    type=click.Choice(["auto", "yes", "no"]),
+    help="Standardise the features (auto: flat feature vectors, not images).",
+)
+@click.option(
+    "--search",
+    "search_specs",
+    multiple=True,
+    metavar="K=V1,V2",
+    help="Grid search (repeatable): fit every combination, keep the best by the "
+    "validation score and write search.csv; values are read like --param "
+    "(e.g. --search lr=1e-3,1e-2 --search weight_decay=0,1e-4).",
 )
 @click.option("--test-features", type=click.Path(exists=True, dir_okay=False))
 @click.option(
@@ -233,8 +339,10 @@ def learn(
     output: str | None,
     root: str | None,
     features: str | None,
+    valid: str | None,
     valid_features: str | None,
     valid_labels: str | None,
+    search_specs: tuple[str, ...],
     test_features: str | None,
     test_labels: str | None,
     quiet: bool,
@@ -244,9 +352,12 @@ def learn(
 ) -> None:
     """Train a classifier from the crowd annotations in DATA.
 
-    DATA is a registry dataset name (e.g. labelme: its valid and test splits are used)
-    or a crowd data file in any supported format whose tasks have features
-    (features.npy of a peerannot folder, or --features).
+    DATA is a registry dataset name (e.g. labelme: its test split is scored) or a crowd
+    data file in any supported format whose tasks have features (features.npy of a
+    peerannot folder, or --features).
+
+    The epoch is chosen without ground truth by default (--valid crowd); a registry
+    dataset's validation split is used only with --valid split.
     """
     from crowdlearn.cli.aggregate import _parse_params
     from crowdlearn.learning import LEARNERS, make_learner
@@ -269,32 +380,66 @@ def learn(
     overrides = {names.get(k, k): v for k, v in training.items() if v not in (None, ())}
     if "hidden" in overrides:
         overrides["hidden"] = tuple(overrides["hidden"])
-    model = make_learner(method, **_parse_params(params), **overrides)
+    if "standardize" in overrides:
+        overrides["standardize"] = {"yes": True, "no": False}.get(
+            overrides["standardize"], overrides["standardize"]
+        )
+    fixed = {**_parse_params(params), **overrides}
+    model = make_learner(method, **fixed)
     model.set_params(progress=False if quiet else "auto")
+    if valid_labels is not None and valid is None and valid_features is None:
+        raise CrowdDataError("--valid-labels needs --valid FILE (or --valid-features FILE)")
+    mode = _valid_mode(valid, valid_features, valid_labels)
+    grid = _parse_search(search_specs)
+    if grid:
+        _check_grid(method, grid, fixed, mode)
     outputs = Outputs(overwrite)
     out = outputs.folder(output)
-    if valid_labels is not None and valid_features is None:
-        raise CrowdDataError("--valid-labels needs --valid-features")
     if test_labels is not None and test_features is None:
         raise CrowdDataError("--test-labels needs --test-features")
-    if data not in _registry_names():
+    registry = data in _registry_names()
+    if mode == "split" and not registry:
+        raise CrowdDataError(
+            f"--valid split needs a registry dataset with a validation split; {data} is a "
+            "file (use --valid crowd, or --valid FILE --valid-labels LABELS)"
+        )
+    if not registry:
         require_input(data)
-    crowd, valid, test = _source(data, root, features)
-    valid = _pair(valid_features, valid_labels, "valid") or valid
+    crowd, split, test = _source(data, root, features)
     test = _pair(test_features, test_labels, "test") or test
-    if valid is not None and valid[1] is None:
-        raise CrowdDataError("validation needs labels: pass --valid-labels")
-    if valid_labels is not None:
-        _check_codes(valid[1], crowd.n_classes, f"--valid-labels {valid_labels}")
+    chosen: Any
+    if mode == "split":
+        if split is None:
+            raise CrowdDataError(
+                f"--valid split: dataset {data!r} has no validation split (use --valid crowd)"
+            )
+        chosen = split
+    elif mode in VALID_MODES:
+        chosen = None if mode == "none" else mode
+    else:
+        chosen = _pair(mode, valid_labels, "valid")
+        _check_codes(chosen[1], crowd.n_classes, f"--valid-labels {valid_labels}")
     if test_labels is not None:
         _check_codes(test[1], crowd.n_classes, f"--test-labels {test_labels}")
-    model.fit(crowd, valid=valid)
+    found = None
+    if grid:
+        from crowdlearn.learning import search
+
+        found = search(
+            method, grid, crowd, valid=chosen, progress=False if quiet else "auto", **fixed
+        )
+        model = found.best_learner
+    else:
+        model.fit(crowd, valid=chosen)
     results = learning_outputs(model, crowd, test)
     with outputs:
         folder = out.staged
         model.save(folder / "model.pt")
         with atomic_open(folder / "history.csv") as handle:
             results["history"].to_csv(handle, index=False)
+        if found is not None:
+            with atomic_open(folder / "search.csv") as handle:
+                found.results.to_csv(handle, index=False)
         if "predictions" in results:
             with atomic_open(folder / "predictions.csv") as handle:
                 results["predictions"].to_csv(handle, index=False)
@@ -309,4 +454,35 @@ def learn(
         for key in ("test_accuracy", "test_macro_f1")
         if key in summary
     )
+    if found is not None:
+        best = ", ".join(f"{k}={v}" for k, v in found.best_params.items())
+        scores = f", best of {len(found.results)}: {best}" + scores
     click.echo(f"{method}: {crowd} -> {folder} (best epoch {summary['best_epoch']}{scores})")
+
+
+def _check_grid(method: str, grid: dict[str, list[str]], fixed: dict[str, Any], mode: str) -> None:
+    """Refuse a --search that cannot run, before any data is read: no selection
+    criterion, a parameter also fixed, or a parameter or value the method refuses."""
+    from crowdlearn.learning import make_learner
+    from crowdlearn.learning.search import RESERVED, SPLIT_PARAMS, expand_grid
+
+    if mode == "none":
+        raise CrowdDataError(
+            "--search needs a selection criterion: --valid crowd, split or FILE, not none"
+        )
+    for name in grid:
+        if name in fixed:
+            raise CrowdDataError(f"--search {name}: also given as a fixed parameter")
+        if name in RESERVED or (mode == "crowd" and name in SPLIT_PARAMS):
+            raise CrowdDataError(
+                f"--search {name}: not searchable here (refit applies to the best model; "
+                "with --valid crowd the seed and share choose the held-out tasks)"
+            )
+    for name, values in grid.items():  # name the option of a bad parameter or value
+        for value in values:
+            try:
+                make_learner(method, **fixed, **{name: value})
+            except CrowdDataError as error:
+                raise CrowdDataError(f"--search {name}: {error}") from None
+    for point in expand_grid(grid):  # combinations the method refuses
+        make_learner(method, **fixed, **point)

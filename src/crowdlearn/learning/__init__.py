@@ -31,6 +31,7 @@ from crowdlearn.learning.geocrowdnet import GeoCrowdNet
 from crowdlearn.learning.iced import ICED
 from crowdlearn.learning.madl import MaDL
 from crowdlearn.learning.max_mig import MaxMIG
+from crowdlearn.learning.search import SearchResult, search
 from crowdlearn.learning.self_crowd import SelfCrowd
 from crowdlearn.learning.trace_reg import TraceReg
 from crowdlearn.learning.two_stage import Supervised, TwoStage
@@ -153,6 +154,7 @@ __all__ = [
     "GeoCrowdNet",
     "MaDL",
     "MaxMIG",
+    "SearchResult",
     "SelfCrowd",
     "SmallCNN",
     "Supervised",
@@ -162,4 +164,5 @@ __all__ = [
     "build_backbone",
     "make_learner",
     "register_learner",
+    "search",
 ]
