@@ -176,9 +176,10 @@ def _learn_and_summary(simulated, spec, *options):
 def test_learn_self_crowd(simulated):
     summary, history = _learn_and_summary(
         simulated, "self-crowd[selection=random]",
-        "--param", "n_per_round=40", "--param", "n_rounds=2", "--epochs", 2, "--valid", "none",
+        "--param", "n_per_round=40", "--param", "n_rounds=2", "--epochs", 2,
     )  # fmt: skip
     assert summary["method"] == "SelfCrowd" and summary["params"]["selection"] == "'random'"
+    assert summary["validation"] == "crowd"
     assert history[0].startswith("round,") and len(history) == 4
 
 
@@ -195,7 +196,6 @@ def test_learn_crowding(simulated):
     summary, history = _learn_and_summary(
         simulated, "crowding[info_loss=false]",
         "--param", "gan_epochs=2", "--param", "updates_per_epoch=1", "--epochs", 2,
-        "--valid", "none",
     )  # fmt: skip
     assert summary["method"] == "CrowdInG" and summary["params"]["info_loss"] == "False"
     assert history[0].startswith("epoch,d_loss,g_loss,c_loss,info_loss") and len(history) == 4
