@@ -101,9 +101,13 @@ def test_crowd_validation_never_reads_the_truth_and_is_deterministic(crowd, make
 def test_selection_keeps_the_best_held_out_epoch_and_refit_trains_that_long(crowd):
     data, _, _ = crowd
     model = CrowdLayer(max_epochs=12, patience=None, refit=False).fit(data)
-    scores = model.history_["valid_crowd_ll"].to_numpy()
+    scores = model.history_["valid_ds_ll"].to_numpy()  # the default criterion: agreement
     assert model.selected_epoch_ == int(np.argmax(scores)) + 1
     assert model.selection_score_ == pytest.approx(scores.max())
+    own = CrowdLayer(max_epochs=12, patience=None, refit=False, crowd_criterion="likelihood")
+    own.fit(data)
+    likelihoods = own.history_["valid_crowd_ll"].to_numpy()
+    assert own.selected_epoch_ == int(np.argmax(likelihoods)) + 1
     refit = CrowdLayer(max_epochs=12, patience=None, refit=True).fit(data)
     assert refit.selected_epoch_ == model.selected_epoch_
     assert len(refit.history_) == refit.selected_epoch_ == refit.best_epoch_
@@ -251,3 +255,5 @@ def test_bad_valid_values_are_refused(crowd):
         CrowdLayer(max_epochs=1, valid_share=1.5).fit(data)
     with pytest.raises(ValueError, match="standardize"):
         CrowdLayer(max_epochs=1, standardize="yes").fit(data)
+    with pytest.raises(ValueError, match="crowd_criterion"):
+        CrowdLayer(max_epochs=1, crowd_criterion="truth").fit(data)

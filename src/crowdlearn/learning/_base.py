@@ -73,6 +73,7 @@ TRAINING_PARAMS: dict[str, Any] = {
     "resume": False,
     "standardize": "auto",
     "valid_share": 0.2,
+    "crowd_criterion": "agreement",
     "refit": True,
     "calibrate": True,
 }
@@ -126,6 +127,11 @@ class BaseLearner(BaseEstimator):
     valid_share : float, default 0.2
         With ``valid="crowd"``: the share of the annotated training tasks held out
         (stratified by their majority-vote class, seeded by ``random_state``).
+    crowd_criterion : {"agreement", "likelihood"}, default "agreement"
+        With ``valid="crowd"``: score epochs by the classifier's agreement with
+        Dawid-Skene on the held-out tasks, or by the held-out annotations'
+        likelihood under the learner's own noise model (see
+        :mod:`crowdlearn.learning._validation` for why the agreement is the default).
     refit : bool, default True
         With ``valid="crowd"``: after choosing the number of epochs on the held-out
         share, train again on every task for that many epochs (learners with rounds

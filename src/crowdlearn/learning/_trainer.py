@@ -235,7 +235,7 @@ class Trainer:
         valid: Any,
     ) -> None:
         """Keep the weights of the best validation epoch."""
-        score = valid.score(row, self.learner.selection_metric)
+        score = valid.score(row, self.learner)
         if progress.best_score is None or score > progress.best_score:
             progress.best_score = score
             progress.best_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
@@ -250,6 +250,10 @@ def _check_settings(learner: BaseLearner) -> None:
         raise ValueError(f"max_epochs must be >= 0, got {learner.max_epochs}")
     if learner.batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {learner.batch_size}")
+    if learner.crowd_criterion not in ("agreement", "likelihood"):
+        raise ValueError(
+            f"crowd_criterion must be 'agreement' or 'likelihood', got {learner.crowd_criterion!r}"
+        )
     if learner.selection_metric not in ("accuracy", "loss"):
         raise ValueError(
             f"selection_metric must be 'accuracy' or 'loss', got {learner.selection_metric!r}"

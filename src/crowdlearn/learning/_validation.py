@@ -7,18 +7,25 @@ after every epoch:
   labelled instances the user holds out;
 * :class:`CrowdValidation` (``valid="crowd"``, the default): no truth at all. A seeded
   share of the training tasks (stratified by their majority-vote class) is held out
-  with all its annotations; the learner trains on the rest, and each epoch is scored by
-  the **held-out annotations' log-likelihood under the learner's own noise model**
-  (``_crowd_log_likelihood``: the Crowd Layer's annotator layers, CoNAL's confusions,
-  DL-EM's and CMM's confusion matrices, Doctor Net's heads), per annotation. A learner
-  without a noise model of its own (two-stage learners, ICED, CrowdInG) is scored by its
-  **agreement with Dawid-Skene** on the held-out tasks: the log-likelihood of their
-  annotations when the classifier is the class prior and the annotators have the
-  confusion matrices that Dawid-Skene estimates from the crowd (feature-blind, every
-  annotation, no truth). That likelihood is ``log sum_k f_k(x) prod_a pi_a[k, y_a]``,
-  i.e. the classifier's agreement with the Dawid-Skene posterior of the task divided by
-  the class prior, so it rewards a classifier that puts its mass where the crowd's
-  posterior does.
+  with all its annotations; the learner trains on the rest, and each epoch gets two
+  scores, per held-out annotation:
+
+  - ``valid_ds_ll``, the **agreement with Dawid-Skene**: the log-likelihood of the
+    held-out annotations when the classifier is the class prior and the annotators
+    have the confusion matrices that Dawid-Skene estimates from the crowd
+    (feature-blind, every annotation, no truth), ``log sum_k f_k(x) prod_a
+    pi_a[k, y_a]``: the classifier's agreement with the Dawid-Skene posterior of the
+    task divided by the class prior. It depends on the classifier alone, so it is
+    comparable across learners and epochs. **The default criterion**
+    (``crowd_criterion="agreement"``).
+  - ``valid_crowd_ll``, the held-out annotations' log-likelihood under the **learner's
+    own noise model** (``_crowd_log_likelihood``: the Crowd Layer's annotator layers,
+    CoNAL's confusions, CMM's groups, Doctor Net's heads...; the agreement for learners
+    without one). ``crowd_criterion="likelihood"`` selects on it. It is not the default
+    because it also rewards the noise model's own fit: on LabelMe the Crowd Layer's
+    held-out likelihood kept rising for 60 epochs while its test accuracy peaked near
+    epoch 10 and the agreement near epoch 15 (``crowdlearn bench crowd-selection``
+    measures this on every learner).
 
 The same Dawid-Skene likelihood fits the temperature of the classifier (temperature
 scaling, ``calibrate=True``): the temperature that maximises the held-out tasks'
@@ -111,9 +118,11 @@ class TruthValidation:
             "valid_loss": float(-np.mean(np.log(picked))),
         }
 
-    def score(self, row: dict[str, Any], metric: str) -> float:
-        """Higher is better: the accuracy, or minus the loss."""
-        return row["valid_accuracy"] if metric == "accuracy" else -row["valid_loss"]
+    def score(self, row: dict[str, Any], learner: Any) -> float:
+        """Higher is better: the accuracy, or minus the loss (``selection_metric``)."""
+        if learner.selection_metric == "accuracy":
+            return row["valid_accuracy"]
+        return -row["valid_loss"]
 
 
 @dataclass
@@ -178,9 +187,12 @@ class CrowdValidation:
         n = max(self.held.n_annotations, 1)
         return {"valid_crowd_ll": own / n, "valid_ds_ll": agreement / n}
 
-    def score(self, row: dict[str, Any], metric: str) -> float:
-        """Higher is better: the held-out log-likelihood per annotation."""
-        return row["valid_crowd_ll"]
+    def score(self, row: dict[str, Any], learner: Any) -> float:
+        """Higher is better: the Dawid-Skene agreement (``crowd_criterion="agreement"``)
+        or the learner's own held-out likelihood (``"likelihood"``), per annotation."""
+        if learner.crowd_criterion == "likelihood":
+            return row["valid_crowd_ll"]
+        return row["valid_ds_ll"]
 
     def held_logits(self, learner: Any) -> np.ndarray:
         """Logits of the fitted learner's classifier on the held-out tasks."""

@@ -582,7 +582,7 @@ class CrowdInG(BaseLearner):
             row["train_loss"] = row["c_loss"]
             if valid is not None:
                 row.update(valid.evaluate(self, module, device))
-                score = valid.score(row, "accuracy")
+                score = valid.score(row, self)
                 if best is None or score > best[0]:
                     best = (score, epoch, _copy_state(module["classifier"]))
             row["seconds"] = time.perf_counter() - start

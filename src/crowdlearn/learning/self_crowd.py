@@ -284,7 +284,7 @@ class SelfCrowd(CrowdLayer):
             valid_acc = np.nan
             if valid is not None:
                 device = next(model.module_.parameters()).device
-                valid_acc = valid.score(valid.evaluate(model, model.module_, device), "accuracy")
+                valid_acc = valid.score(valid.evaluate(model, model.module_, device), model)
             rows.append(
                 {
                     "round": round_,
