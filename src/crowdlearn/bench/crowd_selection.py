@@ -1,0 +1,168 @@
+"""Benchmark ``crowd-selection``: which truth-free criterion picks the right epoch?
+
+Control experiment behind ``crowd_criterion``'s default. Every learner is trained for a
+fixed number of epochs on 80% of the training tasks (the split of ``valid="crowd"``)
+with the features standardised on the training features, and after every epoch three
+numbers are recorded: the two truth-free criteria of
+:class:`~crowdlearn.learning._validation.CrowdValidation` on the held-out 20%
+(``valid_ds_ll``, the classifier's agreement with Dawid-Skene, and ``valid_crowd_ll``,
+the held-out annotations' likelihood under the learner's own noise model), and the
+test accuracy. The test accuracy is only recorded, never used by the training; each
+criterion's choice is then read off the same trajectory (the epoch where it is
+highest), so the criteria are compared on identical weights. The table gives the mean
+test accuracy, over seeds, at the epoch each criterion picks, at the last epoch, and at
+the best epoch in hindsight (an oracle no method can use, the ceiling of selection).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from crowdlearn import datasets
+from crowdlearn.bench._learning import SEED_STRIDE, bench_jobs, bench_threads, map_jobs
+from crowdlearn.bench._registry import BenchResult, register
+from crowdlearn.bench.learning_music import standardise
+from crowdlearn.data.inputs import as_inputs
+from crowdlearn.learning import make_learner
+from crowdlearn.learning._trainer import predict_in_batches
+from crowdlearn.learning._validation import CrowdValidation, crowd_split
+
+NAME = "crowd-selection"
+#: The learners compared (every one with a noise model, and two-stage references).
+SPECS = (
+    "mv+nn",
+    "ds+nn",
+    "crowdlayer",
+    "crowdlayer[on=logits]",
+    "conal",
+    "conal[on=logits]",
+    "dl-em",
+    "cmm",
+    "doctornet",
+    "annot-mix",
+    "madl",
+    "max-mig",
+    "geocrowdnet",
+    "trace-reg",
+    "union-net",
+)
+EPOCHS = 60
+QUICK = {"specs": ("mv+nn", "crowdlayer"), "epochs": 3, "seeds": 1, "datasets": ("music",)}
+
+
+@dataclass
+class TrackingValidation(CrowdValidation):
+    """Crowd validation that also records the test accuracy (measured, never selected
+    on: the learners here run every epoch and keep their last weights)."""
+
+    test_x: Any = None
+    test_y: Any = None
+
+    def evaluate(self, learner: Any, module: nn.ModuleDict, device: torch.device) -> dict:
+        row = super().evaluate(learner, module, device)
+        rows = np.arange(len(self.test_y))
+        proba = predict_in_batches(module["classifier"], self.test_x, rows, 1024, device)
+        row["test_accuracy"] = float(np.mean(proba.argmax(axis=1) == self.test_y))
+        return row
+
+    def score(self, row: dict[str, Any], learner: Any) -> float:
+        return float(row["epoch"])  # keep the last epoch: the criteria are read off later
+
+
+def load(name: str) -> tuple[Any, tuple[np.ndarray, np.ndarray]]:
+    """Training crowd (standardised features) and test pair (same transform)."""
+    dataset = datasets.load(name, root=datasets.data_root())
+    test_x, test_y = dataset.test
+    train_x, test_x = standardise(dataset.train.features, test_x)
+    return dataset.train.with_features(train_x), (test_x, np.asarray(test_y))
+
+
+def trajectory(name: str, spec: str, seed: int, epochs: int) -> pd.DataFrame:
+    """Per-epoch criteria and test accuracy of one fit (module-level for map_jobs)."""
+    train, (test_x, test_y) = load(name)
+    state = SEED_STRIDE * seed
+    part, held = crowd_split(train, 0.2, state)
+    tracking = TrackingValidation(
+        held.held, held.held_tasks, held.ds_log_likelihood, test_x=as_inputs(test_x), test_y=test_y
+    )
+    learner = make_learner(
+        spec,
+        max_epochs=epochs,
+        patience=None,
+        standardize=False,
+        calibrate=False,
+        random_state=state,
+        device="cpu",
+        progress=False,
+    )
+    learner.fit(part, valid=tracking)
+    history = learner.history_[["epoch", "valid_ds_ll", "valid_crowd_ll", "test_accuracy"]]
+    return history.assign(dataset=name, spec=spec, seed=seed)
+
+
+def picks(history: pd.DataFrame) -> dict[str, float]:
+    """Test accuracy at the epoch each criterion picks, the last and the oracle one."""
+    at = history.reset_index(drop=True)
+    ds = int(at["valid_ds_ll"].idxmax())
+    own = int(at["valid_crowd_ll"].idxmax())
+    return {
+        "agreement": at["test_accuracy"][ds],
+        "own likelihood": at["test_accuracy"][own],
+        "last epoch": at["test_accuracy"].iloc[-1],
+        "oracle": at["test_accuracy"].max(),
+        "agreement epoch": at["epoch"][ds],
+        "own likelihood epoch": at["epoch"][own],
+        "oracle epoch": at["epoch"][int(at["test_accuracy"].idxmax())],
+    }
+
+
+@register(NAME, "Which truth-free criterion picks the epoch: agreement vs own likelihood")
+def bench_crowd_selection(out: Path, quick: bool, seeds: int) -> BenchResult:
+    start = time.perf_counter()
+    specs = QUICK["specs"] if quick else SPECS
+    epochs = QUICK["epochs"] if quick else EPOCHS
+    n_seeds = QUICK["seeds"] if quick else seeds
+    names = QUICK["datasets"] if quick else ("labelme", "music")
+    calls = [(n, s, seed, epochs) for n in names for s in specs for seed in range(n_seeds)]
+    histories = map_jobs(trajectory, calls, bench_jobs(), desc=NAME)
+    raw = pd.concat(histories, ignore_index=True)
+    rows = []
+    for (name, spec), group in raw.groupby(["dataset", "spec"], sort=False):
+        chosen = pd.DataFrame([picks(h) for _, h in group.groupby("seed")])
+        row = {"dataset": name, "learner": f"`{spec}`"}
+        for column in ("agreement", "own likelihood", "last epoch", "oracle"):
+            row[column] = f"{chosen[column].mean():.3f}"
+        for column in ("agreement epoch", "own likelihood epoch", "oracle epoch"):
+            row[column] = f"{chosen[column].mean():.1f}"
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    means = {
+        column: table[column].astype(float).mean()
+        for column in ("agreement", "own likelihood", "last epoch", "oracle")
+    }
+    wall = time.perf_counter() - start
+    notes = [
+        f"datasets {', '.join(names)}; seeds 0..{n_seeds - 1}; {epochs} epochs per fit, "
+        "every learner at its defaults otherwise (patience off, no refit, no temperature)",
+        "split: the 20% of annotated training tasks that valid='crowd' holds out "
+        "(seeded by random_state = 1000 x seed); the learners train on the other 80%",
+        "columns: mean test accuracy at the epoch picked by the agreement with "
+        "Dawid-Skene (valid_ds_ll, the default crowd_criterion), by the learner's own "
+        "held-out likelihood (valid_crowd_ll; the agreement for learners without a noise "
+        "model, e.g. two-stage and DL-EM), at the last epoch, and at the best epoch in "
+        "hindsight (oracle: reads the test split, a ceiling, not a method); then the "
+        "mean epoch each picked",
+        "mean over the rows: "
+        + ", ".join(f"{column} {value:.3f}" for column, value in means.items()),
+        f"torch threads per process: {bench_threads()}; fits at once: {bench_jobs()}",
+        f"wall time of the whole benchmark: {wall:.1f} s",
+    ]
+    return BenchResult(raw=raw, table=table, notes=notes)
