@@ -1,0 +1,40 @@
+"""The crowd-selection control: each criterion's pick is read off one trajectory."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from crowdlearn.bench import run
+from crowdlearn.bench.crowd_selection import picks
+
+
+def test_picks_read_each_criterion_off_the_same_trajectory():
+    history = pd.DataFrame(
+        {
+            "epoch": [1, 2, 3, 4],
+            "valid_ds_ll": [-2.0, -1.0, -1.5, -1.8],
+            "valid_crowd_ll": [-3.0, -2.5, -2.0, -1.0],
+            "test_accuracy": [0.5, 0.8, 0.9, 0.7],
+        }
+    )
+    chosen = picks(history)
+    assert chosen["agreement"] == 0.8 and chosen["agreement epoch"] == 2
+    assert chosen["own likelihood"] == 0.7 and chosen["own likelihood epoch"] == 4
+    assert chosen["last epoch"] == 0.7
+    assert chosen["oracle"] == 0.9 and chosen["oracle epoch"] == 3
+
+
+def test_quick_run_records_criteria_and_test_accuracy_every_epoch(
+    tmp_path, shared_datasets, monkeypatch
+):
+    monkeypatch.setenv("CROWDLEARN_DATA", str(shared_datasets))
+    report = run("crowd-selection", tmp_path, quick=True)
+    raw = pd.read_csv(tmp_path / "crowd-selection.csv")
+    assert set(raw["spec"]) == {"mv+nn", "crowdlayer"}
+    assert (raw.groupby("spec")["epoch"].max() == 3).all()
+    assert raw[["valid_ds_ll", "valid_crowd_ll", "test_accuracy"]].notna().all().all()
+    # two-stage learners have no noise model: both criteria are the agreement
+    mv = raw[raw["spec"] == "mv+nn"]
+    assert mv["valid_ds_ll"].to_numpy() == pytest.approx(mv["valid_crowd_ll"].to_numpy())
+    assert "oracle" in report.read_text()
