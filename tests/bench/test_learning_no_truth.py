@@ -37,7 +37,8 @@ def test_protocol_routes_to_the_no_truth_benchmarks():
     assert protocol_name("labelme", None) == "labelme"
     assert protocol_name("labelme", "valid") == "labelme"
     assert {"music-no-truth", "labelme-no-truth", "real-learning"} <= set(BENCHMARKS)
-    with pytest.raises(CrowdDataError, match="those that do: \\['labelme', 'music'\\]"):
+    assert protocol_name("leaderboard", "no-truth") == "leaderboard-no-truth"
+    with pytest.raises(CrowdDataError, match="those that do: \\['labelme', 'leaderboard'"):
         protocol_name("iced", "no-truth")
     with pytest.raises(CrowdDataError, match="--protocol"):
         protocol_name("music", "oracle")
@@ -129,3 +130,17 @@ def test_music_no_truth_quick_run_reads_no_truth(tmp_path, shared_datasets, monk
     assert (first["status"] == "ok").all()
     np.testing.assert_allclose(first["accuracy"], second["accuracy"])
     np.testing.assert_allclose(first["ece"], second["ece"])
+
+
+@pytest.mark.parametrize("name", ["leaderboard", "real-learning"])
+def test_board_quick_run_has_methods_by_datasets(tmp_path, shared_datasets, monkeypatch, name):
+    monkeypatch.setenv("CROWDLEARN_DATA", str(shared_datasets))
+    report = run(name, tmp_path, quick=True)
+    text = report.read_text()
+    raw = pd.read_csv(tmp_path / f"{name}.csv")
+    assert set(raw["dataset"]) == {"digits-sim", "music"}
+    assert (raw["status"] == "ok").all()
+    header = next(line for line in text.splitlines() if line.startswith("| method"))
+    assert "digits-sim" in header and "music" in header and "published Music" in header
+    assert "**macro-F1, ECE and fit seconds**" in text
+    assert "**undetermined** (--quick" in text
