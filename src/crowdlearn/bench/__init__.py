@@ -16,6 +16,7 @@ from crowdlearn.bench import (  # noqa: F401
     crowding_bench,
     iced_bench,
     identify_bench,
+    learning_defaults,
     learning_labelme,
     learning_music,
     learning_no_truth,

@@ -1,0 +1,21 @@
+"""learning-defaults: every setting runs on the same learners and seeds."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from crowdlearn.bench import run
+from crowdlearn.bench.learning_defaults import SETTINGS
+
+
+def test_quick_run_covers_every_setting(tmp_path, shared_datasets, monkeypatch):
+    monkeypatch.setenv("CROWDLEARN_DATA", str(shared_datasets))
+    report = run("learning-defaults", tmp_path, quick=True)
+    raw = pd.read_csv(tmp_path / "learning-defaults.csv")
+    assert list(raw["setting"]) == list(SETTINGS)
+    assert raw["accuracy"].between(0, 1).all() and raw["ece"].between(0, 1).all()
+    # the "last" settings keep their last epoch; crowd validation picks one of those run
+    last = raw[raw["setting"].str.startswith("last")]
+    assert (last["epoch"] == 2).all()
+    assert (raw["epoch"] <= 2).all()
+    assert "crowd 100 + refit: accuracy" in report.read_text()
