@@ -50,9 +50,9 @@ _INSIDE_FIT: contextvars.ContextVar[bool] = contextvars.ContextVar(
 #: Hyperparameters every learner takes (after its own), with their defaults: the
 #: Crowd Layer paper's recipe on LabelMe (MLP with 128 hidden units and dropout 0.5,
 #: Adam, learning rate 1e-3, batch size 64), for at most 100 epochs with the epoch chosen
-#: by crowd validation (early stop after 20 epochs without improvement): on Music, 25
-#: epochs without selection stopped every learner short of its plateau (see the
-#: ``music-defaults`` note in BENCHMARKS.md).
+#: by crowd validation (early stop after 20 epochs without improvement), chosen against
+#: the first design's 25 epochs without selection by ``crowdlearn bench
+#: learning-defaults`` (BENCHMARKS.md).
 TRAINING_PARAMS: dict[str, Any] = {
     "backbone": "mlp",
     "hidden": (128,),
@@ -136,11 +136,11 @@ class BaseLearner(BaseEstimator):
         With ``valid="crowd"``: after choosing the number of epochs on the held-out
         share, train again on every task for that many epochs (learners with rounds
         or stages, Self-Crowd, DL-CL+Self, CrowdInG and ICED, keep the model trained
-        on the training share). On Music (3 seeds, raw features) refitting raised the
-        accuracy of every learner tried, by up to 4.5 points (MV+NN), at about twice
-        the cost. Fitted attributes about the training tasks (``targets_``...) refer
-        to the data given to the last training: every task after a refit, the
-        training share otherwise.
+        on the training share). It costs about twice the time; ``crowdlearn bench
+        learning-defaults`` compares it with keeping the training share's model.
+        Fitted attributes about the training tasks (``targets_``...) refer to the data
+        given to the last training: every task after a refit, the training share
+        otherwise.
     calibrate : bool, default True
         Temperature scaling of ``predict_proba`` on the validation data: with
         ``valid="crowd"`` the temperature that maximises the held-out annotations'
