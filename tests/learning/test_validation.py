@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from crowdlearn.aggregation import DawidSkene
 from crowdlearn.learning import DLEM, CrowdLayer, TwoStage
+from crowdlearn.learning._base import needs_scaling
 from crowdlearn.learning._validation import (
     CrowdValidation,
     CrowdValidationWarning,
@@ -123,7 +124,7 @@ def test_patience_stops_a_crowd_validated_fit(crowd):
 
 def test_standardisation_inside_equals_standardising_by_hand(crowd):
     data, X, _ = crowd
-    raw = CrowdLayer(max_epochs=4, refit=False).fit(data)
+    raw = CrowdLayer(max_epochs=4, refit=False, standardize=True).fit(data)
     mean, scale = data.features.mean(axis=0), data.features.std(axis=0)
     scaled = data.with_features((data.features - mean) / scale)
     by_hand = CrowdLayer(max_epochs=4, refit=False, standardize=False).fit(scaled)
@@ -134,9 +135,21 @@ def test_standardisation_inside_equals_standardising_by_hand(crowd):
     assert by_hand.scaler_ is None
 
 
+def test_auto_standardises_only_features_on_different_or_extreme_scales(crowd):
+    data, _, _ = crowd
+    rng = np.random.default_rng(0)
+    one_scale = data.features  # every column with std about 10: left as it is
+    assert CrowdLayer(max_epochs=1).fit(data).scaler_ is None
+    spread = one_scale * np.geomspace(1e-3, 10, one_scale.shape[1])  # 1e4 apart
+    assert CrowdLayer(max_epochs=1).fit(data.with_features(spread)).scaler_ is not None
+    huge = one_scale * 1e4 + rng.normal(size=one_scale.shape)
+    assert CrowdLayer(max_epochs=1).fit(data.with_features(huge)).scaler_ is not None
+    assert needs_scaling(np.array([0.0, 0.0])) is False  # constant columns only
+
+
 def test_saved_learner_keeps_its_scaler_and_temperature(crowd, tmp_path):
     data, X, _ = crowd
-    model = CrowdLayer(max_epochs=3).fit(data)
+    model = CrowdLayer(max_epochs=3, standardize=True).fit(data)
     model.save(tmp_path / "m.pt")
     loaded = CrowdLayer.load(tmp_path / "m.pt")
     assert loaded.temperature_ == model.temperature_ and loaded.validation_ == "crowd"
@@ -159,7 +172,7 @@ def test_truth_validation_calibrates_by_log_loss(crowd):
 
 def test_temperature_maximises_the_held_out_dawid_skene_likelihood(crowd):
     data, _, _ = crowd
-    model = CrowdLayer(max_epochs=5, refit=False, calibrate=False).fit(data)
+    model = CrowdLayer(max_epochs=5, refit=False, calibrate=False, standardize=True).fit(data)
     _, validation = crowd_split(data.with_features(_scaled(model, data)), 0.2, seed=0)
     best = validation.fit_temperature(model)
     logits = validation.held_logits(model)
@@ -216,7 +229,7 @@ def test_latent_class_likelihood_is_the_hand_computed_mixture(seed):
 
 def test_crowd_layer_score_is_its_held_out_cross_entropy(crowd):
     data, _, _ = crowd
-    model = CrowdLayer(max_epochs=3, refit=False, calibrate=False).fit(data)
+    model = CrowdLayer(max_epochs=3, refit=False, calibrate=False, standardize=True).fit(data)
     _, validation = crowd_split(data.with_features(_scaled(model, data)), 0.2, seed=0)
     row = validation.evaluate(model, model.module_, torch.device("cpu"))
     from crowdlearn.learning._batches import TaskBatcher

@@ -2,7 +2,7 @@
 
 Control experiment behind ``crowd_criterion``'s default. Every learner is trained for a
 fixed number of epochs on 80% of the training tasks (the split of ``valid="crowd"``)
-with the features standardised on the training features, and after every epoch three
+with the features standardised as ``standardize="auto"`` decides, and after every epoch three
 numbers are recorded: the two truth-free criteria of
 :class:`~crowdlearn.learning._validation.CrowdValidation` on the held-out 20%
 (``valid_ds_ll``, the classifier's agreement with Dawid-Skene, and ``valid_crowd_ll``,
@@ -29,9 +29,9 @@ from torch import nn
 from crowdlearn import datasets
 from crowdlearn.bench._learning import SEED_STRIDE, bench_jobs, bench_threads, map_jobs
 from crowdlearn.bench._registry import BenchResult, register
-from crowdlearn.bench.learning_music import standardise
 from crowdlearn.data.inputs import as_inputs
 from crowdlearn.learning import make_learner
+from crowdlearn.learning._base import standardised
 from crowdlearn.learning._trainer import predict_in_batches
 from crowdlearn.learning._validation import CrowdValidation, crowd_split
 
@@ -78,11 +78,14 @@ class TrackingValidation(CrowdValidation):
 
 
 def load(name: str) -> tuple[Any, tuple[np.ndarray, np.ndarray]]:
-    """Training crowd (standardised features) and test pair (same transform)."""
+    """Training crowd and test pair, standardised as ``standardize="auto"`` decides
+    (Music yes, LabelMe's VGG16 features no)."""
     dataset = datasets.load(name, root=datasets.data_root())
     test_x, test_y = dataset.test
-    train_x, test_x = standardise(dataset.train.features, test_x)
-    return dataset.train.with_features(train_x), (test_x, np.asarray(test_y))
+    train, scaler = standardised(dataset.train, "auto")
+    if scaler is not None:
+        test_x = (np.asarray(test_x, dtype=np.float32) - scaler[0]) / scaler[1]
+    return train, (np.asarray(test_x, dtype=np.float32), np.asarray(test_y))
 
 
 def trajectory(name: str, spec: str, seed: int, epochs: int) -> pd.DataFrame:

@@ -122,8 +122,9 @@ class BaseLearner(BaseEstimator):
         Standardise the inputs with the mean and standard deviation of the training
         instances (a constant feature is only centred); the fitted scaler is kept in
         ``scaler_`` and applied by ``predict_proba``. "auto" standardises flat feature
-        vectors and leaves images (inputs of more than one dimension) as they are;
-        pass False for embeddings whose scale means something.
+        vectors whose columns are on very different scales or far from unit scale
+        (see :func:`needs_scaling`), and leaves images (inputs of more than one
+        dimension) and features already on one scale (embeddings, pixels) as they are.
     valid_share : float, default 0.2
         With ``valid="crowd"``: the share of the annotated training tasks held out
         (stratified by their majority-vote class, seeded by ``random_state``).
@@ -542,12 +543,35 @@ def standardised(
         raise CrowdDataError("the features contain NaN or infinite values")
     mean = values.mean(axis=0) if len(values) else np.zeros(inputs.item_shape)
     scale = values.std(axis=0) if len(values) else np.ones(inputs.item_shape)
+    if standardize == "auto" and not needs_scaling(scale):
+        return data, None
     scale = np.where(scale > 0, scale, 1.0)
     scaler = (mean.astype(np.float32), scale.astype(np.float32))
     if data.inputs is None:
         scaled = ((values - mean) / scale).astype(np.float32)
         return data._replace(features=scaled), scaler
     return data._replace(inputs=ScaledInputs(data.inputs, *scaler)), scaler
+
+
+#: ``standardize="auto"`` standardises when the columns' standard deviations spread over
+#: more than this factor (90th over 10th percentile of the non-constant columns)...
+SCALE_SPREAD = 100.0
+#: ...or when their median lies outside this range (features far from unit scale).
+SCALE_RANGE = (1e-2, 1e2)
+
+
+def needs_scaling(scale: np.ndarray) -> bool:
+    """Whether ``standardize="auto"`` standardises features whose columns have these
+    standard deviations: when the columns are on very different scales (Music's
+    Marsyas features: a spread of about 430) or far from unit scale. Features already
+    on one scale, such as CNN embeddings (LabelMe's VGG16 features: a spread of about
+    7) or pixels, are left as they are: standardising them gave the LabelMe learners
+    lower test accuracy (the ``labelme`` section of BENCHMARKS.md ran both ways)."""
+    varying = scale[scale > 0]
+    if len(varying) == 0:
+        return False
+    low, middle, high = np.percentile(varying, [10, 50, 90])
+    return bool(high > SCALE_SPREAD * low or not SCALE_RANGE[0] <= middle <= SCALE_RANGE[1])
 
 
 def truth_temperature(learner: BaseLearner, valid: TruthValidation) -> float:
