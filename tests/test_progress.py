@@ -24,14 +24,21 @@ from crowdlearn.learning import (
     DLEM,
     ICED,
     TRAINING_PARAMS,
+    AnnotMix,
     CoNAL,
     CrowdInG,
     CrowdLayer,
     CrowdLayerSelf,
     CrowdMixture,
     DoctorNet,
+    DoctorNetWeighted,
+    GeoCrowdNet,
+    MaDL,
+    MaxMIG,
     SelfCrowd,
+    TraceReg,
     TwoStage,
+    UnionNet,
 )
 from crowdlearn.simulate import crowd_on_features
 
@@ -45,6 +52,13 @@ LEARNERS = {
     "cmm": (lambda: CrowdMixture(n_groups=2, **TINY), ["CrowdMixture"]),
     "twostage": (lambda: TwoStage(DawidSkene(), soft=True, **TINY), ["TwoStage", "DawidSkene"]),
     "doctornet": (lambda: DoctorNet(**TINY), ["DoctorNet"]),
+    "doctornet-w": (lambda: DoctorNetWeighted(**TINY), ["DoctorNetWeighted"]),
+    "annot-mix": (lambda: AnnotMix(**TINY), ["AnnotMix"]),
+    "madl": (lambda: MaDL(**TINY), ["MaDL"]),
+    "max-mig": (lambda: MaxMIG(**TINY), ["MaxMIG"]),
+    "geocrowdnet": (lambda: GeoCrowdNet(**TINY), ["GeoCrowdNet"]),
+    "trace-reg": (lambda: TraceReg(**TINY), ["TraceReg"]),
+    "union-net": (lambda: UnionNet(**TINY), ["UnionNet"]),
     "self-crowd": (
         lambda: SelfCrowd(n_per_round=20, n_rounds=1, **TINY),
         ["SelfCrowd", "round", "CrowdLayer round 0", "CrowdLayer round 1"],
@@ -100,13 +114,25 @@ def test_every_learner_shows_its_bars_only_when_asked_and_results_do_not_change(
     data, X = crowd
     make, expected = LEARNERS[name]
     capsys.readouterr()
-    shown = make().set_params(progress=True).fit(data)
+    # on the whole crowd (valid=None): every stage of every learner runs, ICED's decoder
+    # pre-training included; crowd validation has its own test below
+    shown = make().set_params(progress=True).fit(data, valid=None)
     err = capsys.readouterr().err
     for text in expected:
         assert text in err, f"{name}: {text!r} missing from stderr:\n{err}"
     assert "100%" in err or "|" in err  # a tqdm bar, not just a word
-    silent = make().set_params(progress=False).fit(data)
+    silent = make().set_params(progress=False).fit(data, valid=None)
     assert capsys.readouterr().err == ""
+    np.testing.assert_array_equal(shown.predict_proba(X), silent.predict_proba(X))
+
+
+def test_crowd_validation_results_do_not_depend_on_progress(crowd, capsys):
+    data, X = crowd
+    shown = CrowdLayer(**TINY, progress=True).fit(data)
+    assert "CrowdLayer" in capsys.readouterr().err
+    silent = CrowdLayer(**TINY, progress=False).fit(data)
+    assert capsys.readouterr().err == ""
+    assert shown.validation_ == "crowd"
     np.testing.assert_array_equal(shown.predict_proba(X), silent.predict_proba(X))
 
 
