@@ -19,3 +19,14 @@ def test_quick_run_covers_every_setting(tmp_path, shared_datasets, monkeypatch):
     assert (last["epoch"] == 2).all()
     assert (raw["epoch"] <= 2).all()
     assert "crowd 100 + refit: accuracy" in report.read_text()
+
+
+def test_music_recipe_quick_run_compares_both_recipes(tmp_path, shared_datasets, monkeypatch):
+    from crowdlearn.bench.learning_defaults import RECIPES
+
+    monkeypatch.setenv("CROWDLEARN_DATA", str(shared_datasets))
+    report = run("music-recipe", tmp_path, quick=True)
+    raw = pd.read_csv(tmp_path / "music-recipe.csv")
+    assert list(raw["recipe"]) == list(RECIPES)
+    assert raw["accuracy"].between(0, 1).all()
+    assert "published MLP, last 50: accuracy" in report.read_text()
