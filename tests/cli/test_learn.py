@@ -223,7 +223,10 @@ def test_learn_selects_on_the_crowd_by_default(simulated):
     assert summary["validation"] == "crowd"
     assert summary["selected_epoch"] in (1, 2)
     assert summary["selection_score"] < 0  # a log-likelihood per annotation
-    assert summary["temperature"] > 0 and summary["standardized"] is True
+    assert summary["temperature"] > 0
+    # "auto" standardises only features on very different scales; the simulated
+    # features (scikit-learn's digits pixels, 0-16) are on one scale
+    assert summary["standardized"] is False
     assert len(history) == 1 + summary["best_epoch"]  # the refit's history
 
 
