@@ -35,6 +35,7 @@ from crowdlearn._atomic import atomic_path
 from crowdlearn.data import CrowdData, CrowdDataError, TaskInputs
 from crowdlearn.data.inputs import as_inputs
 from crowdlearn.learning._validation import (
+    CrowdValidation,
     TruthValidation,
     as_validator,
     crowd_split,
@@ -228,8 +229,9 @@ class BaseLearner(BaseEstimator):
             chosen:
 
             * ``"crowd"``: without any truth, on a held-out share of the training
-              tasks (``valid_share``), by the held-out annotations' log-likelihood
-              under the learner's noise model (see
+              tasks (``valid_share``), by the classifier's agreement with Dawid-Skene
+              there, or by the held-out annotations' likelihood under the learner's
+              noise model (``crowd_criterion``; see
               :mod:`crowdlearn.learning._validation`); ``refit`` then trains again on
               every task, and ``calibrate`` fits the temperature;
             * ``None``: no selection, the last epoch is kept;
@@ -300,7 +302,11 @@ class BaseLearner(BaseEstimator):
                     ScaledInputs(validator.inputs, *scaler), validator.labels
                 )
             self._fit(data, validator)
-            self.validation_ = "none" if validator is None else "truth"
+            if validator is None:
+                self.validation_ = "none"
+            else:  # a validator object passed on (benchmarks) keeps its kind
+                crowd = isinstance(validator, CrowdValidation)
+                self.validation_ = "crowd" if crowd else "truth"
             self.selection_score_ = getattr(self, "valid_score_", None)
             self.selected_epoch_ = self.best_epoch_
             if self.calibrate and isinstance(validator, TruthValidation):
