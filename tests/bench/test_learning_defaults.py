@@ -30,3 +30,10 @@ def test_music_recipe_quick_run_compares_both_recipes(tmp_path, shared_datasets,
     assert list(raw["recipe"]) == list(RECIPES)
     assert raw["accuracy"].between(0, 1).all()
     assert "published MLP, last 50: accuracy" in report.read_text()
+
+
+def test_labelme_recipe_quick_run(tmp_path, shared_datasets, monkeypatch):
+    monkeypatch.setenv("CROWDLEARN_DATA", str(shared_datasets))
+    run("labelme-recipe", tmp_path, quick=True)
+    raw = pd.read_csv(tmp_path / "labelme-recipe.csv")
+    assert len(raw) == 2 and raw["accuracy"].between(0, 1).all()

@@ -128,9 +128,9 @@ RECIPES: dict[str, dict[str, Any]] = {
 }
 
 
-def recipe_fit(spec: str, recipe: str, seed: int, quick: bool) -> dict[str, Any]:
-    """One Music fit (last epoch, features standardised by the learner)."""
-    dataset = datasets.load("music", root=datasets.data_root())
+def recipe_fit(name: str, spec: str, recipe: str, seed: int, quick: bool) -> dict[str, Any]:
+    """One fit on dataset ``name`` (last epoch, features as ``standardize="auto"``)."""
+    dataset = datasets.load(name, root=datasets.data_root())
     params = {**RECIPES[recipe], **({"max_epochs": 2} if quick else {})}
     learner = make_learner(
         spec, **params, random_state=SEED_STRIDE * seed, device="cpu", progress=False
@@ -141,11 +141,20 @@ def recipe_fit(spec: str, recipe: str, seed: int, quick: bool) -> dict[str, Any]
 
 @register(RECIPE_NAME, "Control: Music with our MLP recipe and with the published benchmark's")
 def bench_music_recipe(out: Path, quick: bool, seeds: int) -> BenchResult:
+    return _recipes("music", quick, seeds)
+
+
+@register("labelme-recipe", "The same comparison of MLP recipes on LabelMe (valid split unused)")
+def bench_labelme_recipe(out: Path, quick: bool, seeds: int) -> BenchResult:
+    return _recipes("labelme", quick, seeds)
+
+
+def _recipes(name: str, quick: bool, seeds: int) -> BenchResult:
     start = time.perf_counter()
     specs = ("mv+nn",) if quick else RECIPE_SPECS
     n_seeds = 1 if quick else seeds
-    calls = [(s, r, seed, quick) for s in specs for r in RECIPES for seed in range(n_seeds)]
-    raw = pd.DataFrame(map_jobs(recipe_fit, calls, bench_jobs(), desc=RECIPE_NAME))
+    calls = [(name, s, r, seed, quick) for s in specs for r in RECIPES for seed in range(n_seeds)]
+    raw = pd.DataFrame(map_jobs(recipe_fit, calls, bench_jobs(), desc=f"{name}-recipe"))
     rows = []
     for spec, group in raw.groupby("spec", sort=False):
         row: dict[str, Any] = {"learner": f"`{spec}`"}
@@ -155,8 +164,8 @@ def bench_music_recipe(out: Path, quick: bool, seeds: int) -> BenchResult:
         rows.append(row)
     wall = time.perf_counter() - start
     notes = [
-        f"Music as loaded; seeds 0..{n_seeds - 1}; no validation: every fit keeps its last "
-        "epoch, as the published benchmark does",
+        f"{name} as loaded; seeds 0..{n_seeds - 1}; no validation: every fit keeps its "
+        "last epoch, as the published benchmark does",
         "recipes: " + "; ".join(f"{k}: {v}" for k, v in RECIPES.items()),
         f"torch threads per process: {bench_threads()}; fits at once: {bench_jobs()}",
         f"wall time of the whole benchmark: {wall:.1f} s",
