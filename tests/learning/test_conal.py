@@ -5,47 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from crowd_toys import noisy_crowd
+from crowd_toys import toy_batch as shared_batch
 
-from crowdlearn import CrowdData, CrowdDataError
+from crowdlearn import CrowdDataError
 from crowdlearn.learning import TwoStage
 from crowdlearn.learning._base import BaseLearner
-from crowdlearn.learning._batches import TaskBatch
 from crowdlearn.learning.conal import CoNAL, CoNALModule
-from crowdlearn.simulate import crowd_on_features
 
 torch.set_num_threads(1)
 
 
-def blobs(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 3, size=n)
-    X = rng.normal(size=(n, 6)) + 2.0 * np.eye(3, 6)[y]
-    return X.astype(np.float32), y
-
-
-def noisy_crowd(seed: int = 0, n_train: int = 400) -> tuple[CrowdData, np.ndarray, np.ndarray]:
-    """Experts, inexperts and spammers on 3 Gaussian blobs; the rest is the test split."""
-    X, y = blobs(n_train + 200, seed)
-    crowd = crowd_on_features(
-        X[:n_train],
-        y[:n_train],
-        n_workers=20,
-        labels_per_task=4,
-        groups={"expert": 0.3, "inexpert": 0.2, "spammer": 0.5},
-        seed=seed,
-    )
-    return crowd, X[n_train:], y[n_train:]
-
-
-def toy_batch(workers: list[int], labels: list[int], positions: list[int]) -> TaskBatch:
-    x = torch.tensor([[0.5, -1.0], [2.0, 0.3]])
-    return TaskBatch(
-        tasks=np.arange(2),
-        x=x,
-        position=torch.tensor(positions),
-        worker=torch.tensor(workers),
-        label=torch.tensor(labels),
-    )
+def toy_batch(workers: list[int], labels: list[int], positions: list[int]):
+    return shared_batch(positions, workers, labels, x=[[0.5, -1.0], [2.0, 0.3]])
 
 
 @pytest.mark.parametrize("on", ["probabilities", "logits"])

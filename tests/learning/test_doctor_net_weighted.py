@@ -6,53 +6,25 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from crowd_toys import noisy_crowd, triples_batch
 
 from crowdlearn.data.inputs import as_inputs
 from crowdlearn.learning import BaseLearner, DoctorNet, TwoStage
-from crowdlearn.learning._batches import TaskBatch, TaskBatcher
+from crowdlearn.learning._batches import TaskBatcher
 from crowdlearn.learning.doctor_net_weighted import (
     EXCLUDED,
     DoctorNetWeighted,
     head_probabilities,
     weighted_vote_loss,
 )
-from crowdlearn.simulate import crowd_on_features
 
 torch.set_num_threads(1)
 
 ANNOTATIONS = [(0, 0, 1), (0, 2, 0), (1, 1, 2), (2, 0, 2), (2, 1, 1)]
 
 
-def blobs(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 3, size=n)
-    X = rng.normal(size=(n, 6)) + 2.0 * np.eye(3, 6)[y]
-    return X.astype(np.float32), y
-
-
-def noisy_crowd(seed: int = 0, n_train: int = 400, info: bool = False):
-    X, y = blobs(n_train + 200, seed)
-    result = crowd_on_features(
-        X[:n_train],
-        y[:n_train],
-        n_workers=20,
-        labels_per_task=4,
-        groups={"expert": 0.3, "inexpert": 0.2, "spammer": 0.5},
-        seed=seed,
-        return_info=info,
-    )
-    return result, X[n_train:], y[n_train:]
-
-
-def toy_batch() -> TaskBatch:
-    tasks, workers, labels = zip(*ANNOTATIONS, strict=True)
-    return TaskBatch(
-        tasks=np.arange(3),
-        x=torch.tensor([[0.5, -1.0], [2.0, 0.3], [-0.7, 1.2]]),
-        position=torch.tensor(tasks),
-        worker=torch.tensor(workers),
-        label=torch.tensor(labels),
-    )
+def toy_batch():
+    return triples_batch(ANNOTATIONS, x=[[0.5, -1.0], [2.0, 0.3], [-0.7, 1.2]])
 
 
 def softmax(v, axis=-1):

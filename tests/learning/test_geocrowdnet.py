@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from crowd_toys import LABELS, LOGITS, PARAMETERS, POSITIONS, WORKERS, toy_batch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,28 +24,12 @@ from crowdlearn.simulate import crowd_on_features
 
 torch.set_num_threads(1)
 
-#: Three tasks, five annotations by four workers (worker 3 is absent), three classes.
-POSITIONS, WORKERS, LABELS = [0, 0, 1, 2, 2], [0, 2, 1, 0, 1], [1, 0, 2, 2, 0]
-LOGITS = [[0.2, -0.4, 1.0], [1.5, 0.1, -0.3], [-0.7, 0.9, 0.4]]
-PARAMETERS = [
-    [[1.0, 0.5, -0.2], [0.0, 2.0, 0.3], [-1.0, 0.1, 0.8]],
-    [[0.3, -0.6, 1.2], [1.1, 0.0, -0.4], [0.2, 0.7, 0.5]],
-    [[2.0, 0.0, 0.0], [0.0, 1.0, 0.6], [-0.5, 0.0, 1.5]],
-    [[0.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 0.0, 0.0]],
-]
-
 
 def toy() -> tuple[TaskBatch, torch.Tensor, ColumnConfusions]:
     noise = ColumnConfusions(n_workers=4, n_classes=3)
     with torch.no_grad():
         noise.weight.copy_(torch.tensor(PARAMETERS))
-    batch = TaskBatch(
-        tasks=np.arange(3),
-        x=torch.zeros(3, 2),
-        position=torch.tensor(POSITIONS),
-        worker=torch.tensor(WORKERS),
-        label=torch.tensor(LABELS),
-    )
+    batch = toy_batch()
     return batch, torch.tensor(LOGITS), noise
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from crowd_toys import noisy_crowd
+from crowd_toys import toy_batch as shared_batch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import gamma as gamma_distribution
@@ -14,7 +16,6 @@ from torch import nn
 from crowdlearn import CrowdDataError
 from crowdlearn.learning import TwoStage
 from crowdlearn.learning._base import BaseLearner
-from crowdlearn.learning._batches import TaskBatch
 from crowdlearn.learning.backbones import build_backbone
 from crowdlearn.learning.madl import FeatureTap, MaDL, eta_bias
 from crowdlearn.simulate import crowd_on_features
@@ -22,36 +23,10 @@ from crowdlearn.simulate import crowd_on_features
 torch.set_num_threads(1)
 
 
-def blobs(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 3, size=n)
-    X = rng.normal(size=(n, 6)) + 2.0 * np.eye(3, 6)[y]
-    return X.astype(np.float32), y
-
-
-def noisy_crowd(seed: int = 0, n_train: int = 400):
-    """Experts, inexperts and half spammers on 3 Gaussian blobs; the rest is the test
-    split."""
-    X, y = blobs(n_train + 200, seed)
-    crowd = crowd_on_features(
-        X[:n_train],
-        y[:n_train],
-        n_workers=20,
-        labels_per_task=4,
-        groups={"expert": 0.3, "inexpert": 0.2, "spammer": 0.5},
-        seed=seed,
-    )
-    return crowd, X[n_train:], y[n_train:]
-
-
-def toy_batch() -> TaskBatch:
+def toy_batch():
     """3 tasks, 5 annotations by 3 annotators."""
-    return TaskBatch(
-        tasks=np.arange(3),
-        x=torch.tensor([[0.5, -1.0], [2.0, 0.3], [-0.7, 1.2]]),
-        position=torch.tensor([0, 0, 1, 2, 2]),
-        worker=torch.tensor([0, 2, 1, 0, 1]),
-        label=torch.tensor([1, 0, 2, 2, 1]),
+    return shared_batch(
+        [0, 0, 1, 2, 2], [0, 2, 1, 0, 1], [1, 0, 2, 2, 1], x=[[0.5, -1.0], [2.0, 0.3], [-0.7, 1.2]]
     )
 
 

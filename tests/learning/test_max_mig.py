@@ -6,50 +6,22 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from crowd_toys import noisy_crowd, triples_batch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crowdlearn.data import CrowdData
 from crowdlearn.learning import TwoStage
 from crowdlearn.learning._base import BaseLearner
-from crowdlearn.learning._batches import TaskBatch
 from crowdlearn.learning.max_mig import CrowdAggregator, MaxMIG, majority_vote_confusions, mig_kl
-from crowdlearn.simulate import crowd_on_features
 
 torch.set_num_threads(1)
 
 ANNOTATIONS = [(0, 0, 1), (0, 2, 0), (1, 1, 2), (2, 0, 2), (2, 1, 1), (2, 2, 2)]
 
 
-def blobs(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 3, size=n)
-    X = rng.normal(size=(n, 6)) + 2.0 * np.eye(3, 6)[y]
-    return X.astype(np.float32), y
-
-
-def noisy_crowd(seed: int = 0, n_train: int = 400):
-    X, y = blobs(n_train + 200, seed)
-    crowd = crowd_on_features(
-        X[:n_train],
-        y[:n_train],
-        n_workers=20,
-        labels_per_task=4,
-        groups={"expert": 0.3, "inexpert": 0.2, "spammer": 0.5},
-        seed=seed,
-    )
-    return crowd, X[n_train:], y[n_train:]
-
-
-def toy_batch() -> TaskBatch:
-    tasks, workers, labels = zip(*ANNOTATIONS, strict=True)
-    return TaskBatch(
-        tasks=np.arange(3),
-        x=torch.zeros(3, 2),
-        position=torch.tensor(tasks),
-        worker=torch.tensor(workers),
-        label=torch.tensor(labels),
-    )
+def toy_batch():
+    return triples_batch(ANNOTATIONS)
 
 
 def toy_aggregator() -> CrowdAggregator:
