@@ -38,3 +38,27 @@ def test_quick_run_records_criteria_and_test_accuracy_every_epoch(
     mv = raw[raw["spec"] == "mv+nn"]
     assert mv["valid_ds_ll"].to_numpy() == pytest.approx(mv["valid_crowd_ll"].to_numpy())
     assert "oracle" in report.read_text()
+
+
+def test_variants_early_stopping_smoothing_and_the_sum():
+    from crowdlearn.bench.crowd_selection import early_stopped
+
+    # a spike at epoch 2, then 20 worse epochs, then the real peak: patience stops first
+    ds = [-2.0, -1.0] + [-1.5] * 20 + [-0.5, -0.6]
+    history = pd.DataFrame(
+        {
+            "epoch": range(1, len(ds) + 1),
+            "valid_ds_ll": ds,
+            "valid_crowd_ll": [-float(len(ds) - i) for i in range(len(ds))],
+            "test_accuracy": [0.1 * (i % 10) for i in range(len(ds))],
+        }
+    )
+    assert early_stopped(ds, 20) == 1
+    assert early_stopped(ds, 30) == 22
+    chosen = picks(history)
+    assert chosen["agreement, patience 20"] == pytest.approx(0.1)
+    assert chosen["agreement"] == pytest.approx(0.2)  # index 22
+    # the 5-epoch trailing mean is highest at the last epoch (-0.5 and -0.6 in its window)
+    assert chosen["agreement, 5-epoch mean"] == pytest.approx(0.3)
+    # own likelihood rises every epoch: the z-scored sum picks the agreement's peak or later
+    assert chosen["both, z-scored sum"] in (pytest.approx(0.2), pytest.approx(0.3))

@@ -111,20 +111,66 @@ def trajectory(name: str, spec: str, seed: int, epochs: int) -> pd.DataFrame:
     return history.assign(dataset=name, spec=spec, seed=seed)
 
 
+#: Epochs without improvement before the default early stopping gives up.
+PATIENCE = 20
+#: Window of the smoothed agreement (a trailing mean over this many epochs).
+WINDOW = 5
+#: The variants read off each trajectory, in table order.
+CRITERIA = (
+    "agreement",
+    "own likelihood",
+    f"agreement, patience {PATIENCE}",
+    f"agreement, {WINDOW}-epoch mean",
+    "both, z-scored sum",
+    "last epoch",
+    "oracle",
+)
+
+
+def early_stopped(values: np.ndarray, patience: int) -> int:
+    """Index of the best value seen before ``patience`` epochs in a row fail to improve
+    on it: the epoch the trainer's early stopping keeps."""
+    best, kept, bad = -np.inf, 0, 0
+    for index, value in enumerate(values):
+        if value > best:
+            best, kept, bad = value, index, 0
+        else:
+            bad += 1
+            if bad >= patience:
+                break
+    return kept
+
+
+def _zscore(values: np.ndarray) -> np.ndarray:
+    spread = values.std()
+    return (values - values.mean()) / spread if spread > 0 else np.zeros_like(values)
+
+
 def picks(history: pd.DataFrame) -> dict[str, float]:
-    """Test accuracy at the epoch each criterion picks, the last and the oracle one."""
+    """Test accuracy at the epoch each criterion picks, the last and the oracle one.
+
+    Besides the two criteria at their maximum: the agreement under the default early
+    stopping (patience), the agreement smoothed by a trailing mean (a noisy criterion's
+    spike is then not picked), and the sum of both criteria, each z-scored over the
+    trajectory."""
     at = history.reset_index(drop=True)
-    ds = int(at["valid_ds_ll"].idxmax())
-    own = int(at["valid_crowd_ll"].idxmax())
-    return {
-        "agreement": at["test_accuracy"][ds],
-        "own likelihood": at["test_accuracy"][own],
-        "last epoch": at["test_accuracy"].iloc[-1],
-        "oracle": at["test_accuracy"].max(),
-        "agreement epoch": at["epoch"][ds],
-        "own likelihood epoch": at["epoch"][own],
-        "oracle epoch": at["epoch"][int(at["test_accuracy"].idxmax())],
+    accuracy = at["test_accuracy"].to_numpy()
+    ds = at["valid_ds_ll"].to_numpy(dtype=float)
+    own = at["valid_crowd_ll"].to_numpy(dtype=float)
+    smoothed = pd.Series(ds).rolling(WINDOW, min_periods=1).mean().to_numpy()
+    index = {
+        "agreement": int(ds.argmax()),
+        "own likelihood": int(own.argmax()),
+        f"agreement, patience {PATIENCE}": early_stopped(ds, PATIENCE),
+        f"agreement, {WINDOW}-epoch mean": int(smoothed.argmax()),
+        "both, z-scored sum": int((_zscore(ds) + _zscore(own)).argmax()),
+        "last epoch": len(at) - 1,
+        "oracle": int(accuracy.argmax()),
     }
+    chosen: dict[str, float] = {name: float(accuracy[i]) for name, i in index.items()}
+    for name in ("agreement", "own likelihood", "oracle"):
+        chosen[f"{name} epoch"] = int(at["epoch"][index[name]])
+    return chosen
 
 
 @register(NAME, "Which truth-free criterion picks the epoch: agreement vs own likelihood")
@@ -141,16 +187,13 @@ def bench_crowd_selection(out: Path, quick: bool, seeds: int) -> BenchResult:
     for (name, spec), group in raw.groupby(["dataset", "spec"], sort=False):
         chosen = pd.DataFrame([picks(h) for _, h in group.groupby("seed")])
         row = {"dataset": name, "learner": f"`{spec}`"}
-        for column in ("agreement", "own likelihood", "last epoch", "oracle"):
+        for column in CRITERIA:
             row[column] = f"{chosen[column].mean():.3f}"
         for column in ("agreement epoch", "own likelihood epoch", "oracle epoch"):
             row[column] = f"{chosen[column].mean():.1f}"
         rows.append(row)
     table = pd.DataFrame(rows)
-    means = {
-        column: table[column].astype(float).mean()
-        for column in ("agreement", "own likelihood", "last epoch", "oracle")
-    }
+    means = {column: table[column].astype(float).mean() for column in CRITERIA}
     wall = time.perf_counter() - start
     notes = [
         f"datasets {', '.join(names)}; seeds 0..{n_seeds - 1}; {epochs} epochs per fit, "
@@ -160,7 +203,10 @@ def bench_crowd_selection(out: Path, quick: bool, seeds: int) -> BenchResult:
         "columns: mean test accuracy at the epoch picked by the agreement with "
         "Dawid-Skene (valid_ds_ll, the default crowd_criterion), by the learner's own "
         "held-out likelihood (valid_crowd_ll; the agreement for learners without a noise "
-        "model, e.g. two-stage and DL-EM), at the last epoch, and at the best epoch in "
+        "model, e.g. two-stage and DL-EM), by the agreement under early stopping "
+        f"(patience {PATIENCE}, as the default fit), by the agreement's trailing "
+        f"{WINDOW}-epoch mean, by the sum of both criteria z-scored over the trajectory, "
+        "at the last epoch, and at the best epoch in "
         "hindsight (oracle: reads the test split, a ceiling, not a method); then the "
         "mean epoch each picked",
         "mean over the rows: "
