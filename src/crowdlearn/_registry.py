@@ -106,9 +106,15 @@ def _parse_bracket(text: str | None, kind: str) -> dict[str, str]:
     return pairs
 
 
+#: Boolean parameters that also take one of these words (``calibrate=likelihood``).
+BOOL_OR_WORD = {"calibrate": ("agreement", "likelihood")}
+
+
 def convert(value: Any, default: Any, name: str) -> Any:
     """A command-line string converted to the type of the parameter's default."""
     if not isinstance(value, str) or isinstance(default, str):
+        return value
+    if value in BOOL_OR_WORD.get(name, ()):
         return value
     if value.lower() in ("none", "null"):
         return None

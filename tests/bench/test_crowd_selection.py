@@ -62,3 +62,19 @@ def test_variants_early_stopping_smoothing_and_the_sum():
     assert chosen["agreement, 5-epoch mean"] == pytest.approx(0.3)
     # own likelihood rises every epoch: the z-scored sum picks the agreement's peak or later
     assert chosen["both, z-scored sum"] in (pytest.approx(0.2), pytest.approx(0.3))
+
+
+def test_calibration_quick_run_scores_one_fit_under_each_temperature(
+    tmp_path, shared_datasets, monkeypatch
+):
+    from crowdlearn.bench.crowd_selection import TEMPERATURES
+
+    monkeypatch.setenv("CROWDLEARN_DATA", str(shared_datasets))
+    report = run("crowd-calibration", tmp_path, quick=True).read_text()
+    raw = pd.read_csv(tmp_path / "crowd-calibration.csv")
+    assert list(raw["temperature from"]) == list(TEMPERATURES)
+    # the same weights: the argmax, hence the accuracy, does not move with T
+    assert raw["accuracy"].nunique() == 1
+    assert raw.loc[raw["temperature from"] == "none", "temperature"].item() == 1.0
+    assert (raw["temperature"] > 0).all() and raw["ece"].between(0, 1).all()
+    assert "ECE, agreement" in report

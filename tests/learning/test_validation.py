@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crowdlearn.aggregation import DawidSkene
-from crowdlearn.learning import DLEM, CrowdLayer, TwoStage
+from crowdlearn.learning import DLEM, CrowdLayer, TwoStage, make_learner
 from crowdlearn.learning._base import needs_scaling
 from crowdlearn.learning._validation import (
     CrowdValidation,
@@ -153,6 +153,7 @@ def test_saved_learner_keeps_its_scaler_and_temperature(crowd, tmp_path):
     model.save(tmp_path / "m.pt")
     loaded = CrowdLayer.load(tmp_path / "m.pt")
     assert loaded.temperature_ == model.temperature_ and loaded.validation_ == "crowd"
+    assert loaded.temperatures_ == model.temperatures_ and loaded.temperatures_ is not None
     np.testing.assert_allclose(loaded.predict_proba(X), model.predict_proba(X), atol=1e-6)
 
 
@@ -270,3 +271,56 @@ def test_bad_valid_values_are_refused(crowd):
         CrowdLayer(max_epochs=1, standardize="yes").fit(data)
     with pytest.raises(ValueError, match="crowd_criterion"):
         CrowdLayer(max_epochs=1, crowd_criterion="truth").fit(data)
+
+
+def test_own_likelihood_temperature_maximises_the_noise_models_held_out_likelihood(crowd):
+    data, _, _ = crowd
+    model = CrowdLayer(max_epochs=5, refit=False, calibrate=False, standardize=True).fit(data)
+    _, validation = crowd_split(data.with_features(_scaled(model, data)), 0.2, seed=0)
+    best = validation.fit_temperature(model, "likelihood")
+    held = validation.held
+    from crowdlearn.learning._batches import TaskBatcher
+
+    batcher = TaskBatcher(
+        held, validation.inputs, np.arange(held.n_tasks), held.n_tasks, torch.device("cpu")
+    )
+    batch = batcher.batch(np.arange(held.n_tasks))
+    module = model.module_.eval()
+
+    def objective(t: float) -> float:  # the Crowd Layer's annotation log-likelihood
+        with torch.no_grad():
+            proba = torch.softmax(module["classifier"](batch.x) / t, dim=1)
+            logits = module["noise"](proba[batch.position], batch.worker)
+            return -float(torch.nn.functional.cross_entropy(logits, batch.label, reduction="sum"))
+
+    for other in (best * 0.7, best * 1.4, 1.0):
+        assert objective(best) >= objective(other) - 1e-4
+    # a two-stage network has no noise model: its "likelihood" temperature is the agreement
+    two = make_learner("mv+nn", max_epochs=3, refit=False, calibrate=False).fit(data)
+    assert two.temperatures_["likelihood"] == pytest.approx(two.temperatures_["agreement"])
+
+
+def test_calibrate_picks_which_temperature_predict_proba_uses(crowd):
+    data, _, _ = crowd
+    fits = {
+        value: CrowdLayer(max_epochs=4, refit=False, calibrate=value, random_state=0).fit(data)
+        for value in (True, False, "agreement", "likelihood")
+    }
+    temperatures = fits[False].temperatures_  # computed for the record either way
+    assert fits[False].temperature_ == 1.0
+    assert fits["agreement"].temperature_ == pytest.approx(temperatures["agreement"])
+    assert fits["likelihood"].temperature_ == pytest.approx(temperatures["likelihood"])
+    assert fits[True].temperature_ == pytest.approx(fits["agreement"].temperature_)
+    assert CrowdLayer(max_epochs=2, valid_share=0.2).fit(data, valid=None).temperatures_ is None
+    with pytest.raises(ValueError, match="calibrate must be one of"):
+        CrowdLayer(max_epochs=1, calibrate="truth").fit(data)
+
+
+def test_calibrate_is_a_bool_or_a_criterion_in_specs_and_the_cli():
+    from crowdlearn import CrowdDataError
+
+    assert make_learner("crowdlayer[calibrate=likelihood]").calibrate == "likelihood"
+    assert make_learner("crowdlayer[calibrate=agreement]").calibrate == "agreement"
+    assert make_learner("crowdlayer[calibrate=false]").calibrate is False
+    with pytest.raises(CrowdDataError, match="calibrate"):
+        make_learner("crowdlayer[calibrate=sure]")

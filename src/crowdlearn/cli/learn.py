@@ -194,6 +194,7 @@ def learning_outputs(model: Any, data: CrowdData, test: Any) -> dict[str, Any]:
             "selected_epoch": _int_or_none(getattr(model, "selected_epoch_", None)),
             "selection_score": _float_or_none(getattr(model, "selection_score_", None)),
             "temperature": float(getattr(model, "temperature_", 1.0)),
+            "temperatures": getattr(model, "temperatures_", None),
             "standardized": getattr(model, "scaler_", None) is not None,
         },
         "history": model.history_,

@@ -143,11 +143,18 @@ class BaseLearner(BaseEstimator):
         Fitted attributes about the training tasks (``targets_``...) refer to the data
         given to the last training: every task after a refit, the training share
         otherwise.
-    calibrate : bool, default True
-        Temperature scaling of ``predict_proba`` on the validation data: with
-        ``valid="crowd"`` the temperature that maximises the held-out annotations'
-        Dawid-Skene likelihood (no truth), with ``valid=(X, y)`` the one that
-        minimises the log-loss; ``temperature_`` holds it (1.0 without validation).
+    calibrate : bool or {"agreement", "likelihood"}, default True
+        Temperature scaling of ``predict_proba`` on the validation data. With
+        ``valid="crowd"`` the temperature maximises a truth-free likelihood of the
+        held-out annotations: ``"agreement"`` (what True means) their Dawid-Skene
+        likelihood, with the confusions Dawid-Skene estimated on every annotation;
+        ``"likelihood"`` the learner's own noise model (the agreement for learners
+        without one). Neither is right everywhere: the agreement inherits Dawid-Skene's
+        errors where Dawid-Skene is poor, and a jointly learned noise model can trade
+        its noise against the classifier's confidence (``crowdlearn bench
+        crowd-calibration`` measures both). With ``valid=(X, y)`` the temperature
+        minimises the log-loss. ``temperature_`` holds the one used (1.0 without
+        validation or with ``calibrate=False``).
 
     Attributes (after ``fit``)
     --------------------------
@@ -166,6 +173,9 @@ class BaseLearner(BaseEstimator):
         Mean and scale the inputs were standardised with (see ``standardize``).
     temperature_ : float
         Temperature of ``predict_proba`` (see ``calibrate``).
+    temperatures_ : dict or None
+        With ``valid="crowd"``: both truth-free temperatures, ``{"agreement": T,
+        "likelihood": T}``, whichever ``calibrate`` chose (None otherwise).
     validation_ : str
         How the epoch was chosen: "crowd", "truth", "none", or "none (too few tasks)".
     selection_score_ : float or None
@@ -266,11 +276,16 @@ class BaseLearner(BaseEstimator):
         Trainer(self).fit(data, training_inputs(data), valid)
 
     def _fit_outer(self, data: CrowdData, valid: Any) -> None:
-        if self.calibrate not in (True, False) or self.refit not in (True, False):
-            raise ValueError("calibrate and refit must be True or False")
+        if self.refit not in (True, False):
+            raise ValueError(f"refit must be True or False, got {self.refit!r}")
+        if self.calibrate not in CALIBRATIONS:
+            raise ValueError(
+                f"calibrate must be one of {', '.join(map(repr, CALIBRATIONS))}, "
+                f"got {self.calibrate!r}"
+            )
         data, scaler = standardised(data, self.standardize)
         self.scaler_, self.temperature_ = None, 1.0  # during training: raw outputs
-        self.selection_history_ = None
+        self.selection_history_, self.temperatures_ = None, None
         temperature = 1.0
         if isinstance(valid, str):
             if valid != "crowd":
@@ -290,8 +305,12 @@ class BaseLearner(BaseEstimator):
                 self.validation_ = "crowd"
                 self.selection_score_ = self.valid_score_
                 self.selected_epoch_ = self.best_epoch_
+                self.temperatures_ = {
+                    criterion: validator.fit_temperature(self, criterion)
+                    for criterion in ("agreement", "likelihood")
+                }
                 if self.calibrate:
-                    temperature = validator.fit_temperature(self)
+                    temperature = self.temperatures_[calibration_criterion(self.calibrate)]
                 if self.refit and self._refit_supported:
                     with self._checkpoints("refit"):
                         self._refit(data)
@@ -390,6 +409,7 @@ class BaseLearner(BaseEstimator):
             "method_state": self._method_state(),
             "scaler": getattr(self, "scaler_", None),
             "temperature": getattr(self, "temperature_", 1.0),
+            "temperatures": getattr(self, "temperatures_", None),
             "validation": getattr(self, "validation_", "none"),
         }
         with atomic_path(path) as tmp:
@@ -413,6 +433,7 @@ class BaseLearner(BaseEstimator):
         learner._load_method_state(payload["method_state"])
         learner.scaler_ = payload.get("scaler")
         learner.temperature_ = payload.get("temperature", 1.0)
+        learner.temperatures_ = payload.get("temperatures")
         learner.validation_ = payload.get("validation", "none")
         return learner
 
@@ -579,6 +600,17 @@ def needs_scaling(scale: np.ndarray) -> bool:
         return False
     low, middle, high = np.percentile(varying, [10, 50, 90])
     return bool(high > SCALE_SPREAD * low or not SCALE_RANGE[0] <= middle <= SCALE_RANGE[1])
+
+
+#: Accepted values of ``calibrate``.
+CALIBRATIONS = (True, False, "agreement", "likelihood")
+#: What ``calibrate=True`` means with ``valid="crowd"``.
+DEFAULT_CALIBRATION = "agreement"
+
+
+def calibration_criterion(calibrate: Any) -> str:
+    """The truth-free likelihood a ``calibrate`` value fits the temperature on."""
+    return DEFAULT_CALIBRATION if calibrate is True else str(calibrate)
 
 
 def truth_temperature(learner: BaseLearner, valid: TruthValidation) -> float:

@@ -209,10 +209,28 @@ class CrowdValidation:
         module.train(was_training)
         return np.concatenate(chunks)
 
-    def fit_temperature(self, learner: Any) -> float:
-        """The temperature ``T`` that maximises the held-out tasks' Dawid-Skene
-        likelihood ``sum_i log sum_k softmax(z_i / T)_k L_ik`` (no truth used)."""
+    def fit_temperature(self, learner: Any, criterion: str = "agreement") -> float:
+        """The temperature ``T`` of the learner's logits that maximises a truth-free
+        likelihood of the held-out annotations.
+
+        ``criterion="agreement"``: the Dawid-Skene likelihood ``sum_i log sum_k
+        softmax(z_i / T)_k L_ik``, where ``L_ik`` uses the confusion matrices Dawid-Skene
+        estimated on every annotation. ``"likelihood"``: the learner's own noise model
+        (``_crowd_log_likelihood`` of the logits divided by ``T``); learners without
+        one (two-stage networks, DL-EM) use the agreement.
+        """
         from scipy.optimize import minimize_scalar
+
+        if criterion not in ("agreement", "likelihood"):
+            raise ValueError(f"criterion must be 'agreement' or 'likelihood', got {criterion!r}")
+        loss = self._own_loss(learner) if criterion == "likelihood" else None
+        if loss is None:
+            loss = self._agreement_loss(learner)
+        low, high = np.log(TEMPERATURE_RANGE)
+        result = minimize_scalar(loss, bounds=(low, high), method="bounded")
+        return float(np.exp(result.x))
+
+    def _agreement_loss(self, learner: Any) -> Any:
         from scipy.special import log_softmax, logsumexp
 
         logits = self.held_logits(learner)
@@ -221,9 +239,42 @@ class CrowdValidation:
             log_p = log_softmax(logits / np.exp(log_t), axis=1)
             return -float(logsumexp(log_p + self.ds_log_likelihood, axis=1).sum())
 
-        low, high = np.log(TEMPERATURE_RANGE)
-        result = minimize_scalar(loss, bounds=(low, high), method="bounded")
-        return float(np.exp(result.x))
+        return loss
+
+    def _own_loss(self, learner: Any) -> Any:
+        """Minus the held-out annotations' likelihood under the learner's noise model
+        as a function of ``log T``, or None when the learner has no noise model."""
+        from crowdlearn.learning._batches import TaskBatcher
+
+        module = learner.module_
+        noise = module["noise"] if "noise" in module else None
+        device = next(module["classifier"].parameters()).device
+        batcher = TaskBatcher(
+            self.held, self.inputs, np.arange(self.held.n_tasks), 4 * learner.batch_size, device
+        )
+        was_training = module.training
+        module.eval()
+        batches = []
+        with torch.no_grad():
+            for start in range(0, self.held.n_tasks, batcher.batch_size):
+                tasks = np.arange(start, min(start + batcher.batch_size, self.held.n_tasks))
+                batch = batcher.batch(tasks)
+                logits = module["classifier"](batch.x)
+                if learner._crowd_log_likelihood(batch, logits, noise) is None:
+                    module.train(was_training)
+                    return None
+                batches.append((batch, logits))
+
+        def loss(log_t: float) -> float:
+            total = 0.0
+            with torch.no_grad():
+                for batch, logits in batches:
+                    scaled = logits / float(np.exp(log_t))
+                    total += float(learner._crowd_log_likelihood(batch, scaled, noise).sum())
+            return -total
+
+        module.train(was_training)
+        return loss
 
 
 # ---------------------------------------------------------------------- building
