@@ -273,7 +273,10 @@ def labelme_gap_verdicts(summary: pd.DataFrame, with_valid_csv: Path) -> list[Ve
 #: The simulated crowd put on USPS and digits: 50 workers, 3 labels per task.
 SIMULATED_GROUPS = {"expert": 0.2, "inexpert": 0.4, "spammer": 0.3, "class_confuser": 0.1}
 #: Learners left out of ``real-learning`` by default and why.
-REAL_LEARNING_SKIP = {"twostage": "generic two-stage spec (covered by mv+nn, ds+nn...)"}
+REAL_LEARNING_SKIP = {
+    "twostage": "generic two-stage spec (covered by mv+nn, ds+nn...)",
+    "geocrowdnet": "the same learner as geocrowdnet-f (penalty F is its default)",
+}
 #: USPS pool instances used as training tasks (the rest of the pool is unused).
 USPS_TASKS = 2000
 
