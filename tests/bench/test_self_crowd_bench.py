@@ -207,6 +207,7 @@ def test_protocol_quick_run(tmp_path, shared_datasets, monkeypatch):
     assert text.index("| claim | paper | ours") < text.index("**Fig. 3 per round, both")
     assert "| Fig. 1: std over classes of the class shares" in text
     assert "564,530 candidates" in text and "= 1000 (14 rounds" in text
+    assert "eq. 5 on these runs: in " in text
     assert (tmp_path / f"{PROTOCOL_NAME}-rounds.png").stat().st_size > 0
     raw = pd.read_csv(tmp_path / f"{PROTOCOL_NAME}.csv")
     n_rounds = PROTOCOL_QUICK["rounds"] + 1

@@ -604,6 +604,33 @@ def protocol_verdicts(
     )
 
 
+def reciprocal_note(raw: pd.DataFrame) -> str:
+    """How closely the eq. 5 runs' selected class shares follow the reciprocals of their
+    candidate shares (module docstring of :mod:`crowdlearn.learning.self_crowd`)."""
+    rounds = raw[(raw["rule"] == "inverse") & (raw["round"] > 0)]
+    gaps, reversed_, n = [], 0, 0
+    for row in rounds.itertuples():
+        offered = np.array([int(v) for v in str(row.n_candidates_per_class).split()])
+        taken = np.array([int(v) for v in str(row.n_selected_per_class).split()])
+        present = offered > 0
+        if taken.sum() == 0 or present.sum() < 2:
+            continue
+        inverse = np.zeros(len(offered))
+        inverse[present] = offered.sum() / offered[present]
+        gaps.append(np.abs(taken / taken.sum() - inverse / inverse.sum()).max())
+        rarest = np.flatnonzero(present)[np.argmin(offered[present])]
+        reversed_ += int(taken[rarest] == taken.max())
+        n += 1
+    if not n:
+        return "eq. 5 check: no round with two classes of candidates"
+    return (
+        f"eq. 5 on these runs: in {n} rounds of Self-Crowd the selected class shares "
+        f"differ from (1/pi_c) / sum_k (1/pi_k) (pi = candidate shares) by at most "
+        f"{max(gaps):.4f} (rounding, and caps where a class ran short); the class with "
+        f"the fewest candidates got the largest share in {reversed_} of {n}"
+    )
+
+
 def protocol_figure(raw: pd.DataFrame, r_observed: float, r_truth: float) -> Figure:
     """Fig. 3 (a, b, c) per protocol: one row of three panels each."""
     protocols = [p for p in PROTOCOLS if p in raw["protocol"].unique()]
@@ -715,6 +742,7 @@ def bench_self_crowd_protocol(out: Path, quick: bool, seeds: int) -> BenchResult
         "mean over seeds",
         f"reference lines: R of the observed annotations {r_observed:.4f}, of the ground "
         f"truth {r_truth:.4f}",
+        reciprocal_note(raw),
         f"verdict rules: accuracy means over seeds with tolerance {ACC_TOL} (improves: "
         f"last round above round 0 by more, no round below round 0 by more; falls: last "
         f"round below round 0 by more), R differences beyond {R_TOL}, Fig. 1 within "
