@@ -49,6 +49,99 @@ def test_quota_invariants(counts, n_select):
                 assert quotas[a] >= quotas[b] - 1
 
 
+def test_uniform_quotas_hand_case():
+    # three classes with candidates share 9 equally; the class without any gets nothing
+    assert class_quotas([300, 100, 0, 50], 9, quota="uniform").tolist() == [3, 3, 0, 3]
+    # 10 over 4: floors (2, 2, 2, 2), the 2 left go to the rarer classes (ties to the rarer)
+    assert class_quotas([400, 100, 200, 300], 10, quota="uniform").tolist() == [2, 3, 3, 2]
+    # a class with too few candidates gives what it has; the rest is not moved
+    assert class_quotas([1, 1000], 10, quota="uniform").tolist() == [1, 5]
+
+
+@pytest.mark.parametrize("quota", ["equal", "Inverse", None, 1])
+def test_quota_value_is_checked(quota):
+    with pytest.raises(ValueError, match=r"quota must be 'inverse' .* or 'uniform'"):
+        class_quotas([3, 4], 2, quota=quota)
+    with pytest.raises(ValueError, match="quota must be"):
+        select_pseudo(
+            np.array([0, 1]),
+            np.array([0.1, 0.2]),
+            1,
+            2,
+            "balanced",
+            np.random.default_rng(0),
+            quota=quota,
+        )
+
+
+def _pool(counts, rng):
+    """A synthetic candidate pool: ``counts[c]`` candidates of class c, random entropies,
+    in shuffled order."""
+    labels = rng.permutation(np.repeat(np.arange(len(counts)), counts))
+    return labels, rng.random(len(labels))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.integers(1, 400),
+    st.lists(st.integers(0, 3000), min_size=2, max_size=8),
+    st.integers(0, 2**32 - 1),
+)
+def test_inverse_quota_selected_shares_are_the_reciprocal_candidate_shares(m, extra, seed):
+    """The module docstring's claim: with quota="inverse" and no cap binding (every
+    class has at least M candidates), the selected share of class c is
+    (1 / pi_c) / sum_k (1 / pi_k), pi the candidate shares, up to rounding (each count
+    within 1 of M times it), and M_c N'_c is the same for every class up to N'_c."""
+    rng = np.random.default_rng(seed)
+    counts = np.array(extra) + m  # N'_c >= M >= M_c: no cap binds
+    labels, entropy = _pool(counts, rng)
+    picked = select_pseudo(labels, entropy, m, len(counts), "balanced", rng, quota="inverse")
+    selected = np.bincount(labels[picked], minlength=len(counts))
+    shares = counts / counts.sum()
+    reciprocal = (1 / shares) / (1 / shares).sum()
+    assert selected.sum() == m
+    assert np.abs(selected - m * reciprocal).max() < 1
+    # equivalently M_c N'_c = M / sum_k (1 / N'_k) for every class, up to the rounding of M_c
+    assert (np.abs(selected * counts - m / (1 / counts).sum()) < counts).all()
+    # and the selected ones are the most confident of their class
+    for c in range(len(counts)):
+        chosen = entropy[picked][labels[picked] == c]
+        rest = np.setdiff1d(np.flatnonzero(labels == c), picked)
+        if len(chosen) and len(rest):
+            assert chosen.max() <= entropy[rest].min()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 400),
+    st.lists(st.integers(0, 3000), min_size=2, max_size=8),
+    st.integers(0, 2**32 - 1),
+)
+def test_uniform_quota_gives_equal_counts_where_candidates_suffice(m, extra, seed):
+    rng = np.random.default_rng(seed)
+    counts = np.array(extra) + m
+    labels, entropy = _pool(counts, rng)
+    picked = select_pseudo(labels, entropy, m, len(counts), "balanced", rng, quota="uniform")
+    selected = np.bincount(labels[picked], minlength=len(counts))
+    assert selected.sum() == m
+    assert selected.max() - selected.min() <= 1  # rounding of M / K
+    if m % len(counts) == 0:
+        assert (selected == m // len(counts)).all()
+        assert self_crowd_r(labels[picked], len(counts)) == 0.0
+
+
+def test_reciprocal_shares_can_make_r_higher_than_the_candidates():
+    """The docstring's examples: eq. 5 reverses the imbalance, it does not remove it."""
+    rng = np.random.default_rng(0)
+    for counts, lower in (([500, 250, 250], True), ([400, 400, 200], False)):
+        labels, entropy = _pool(np.array(counts), rng)
+        picked = select_pseudo(labels, entropy, 100, 3, "balanced", rng)
+        r_selected = self_crowd_r(labels[picked], 3)
+        r_candidates = self_crowd_r(labels, 3)
+        assert (r_selected < r_candidates) == lower
+        assert r_selected == pytest.approx(0.2 if lower else 0.25)
+
+
 def test_imbalance_ratio_hand_case():
     # counts (5, 3, 0, 2): (5 - 0) / 10
     assert self_crowd_r([0] * 5 + [1] * 3 + [3] * 2, n_classes=4) == 0.5
@@ -117,6 +210,43 @@ def test_rounds_never_pick_an_observed_or_repeated_pair(imbalanced, selection):
         assert row.R_combined == pytest.approx(self_crowd_r(combined, crowd.n_classes))
     assert np.isnan(history["R_selected"].iloc[0])
     assert history["R_combined"].iloc[0] == pytest.approx(model.R_observed_)
+
+
+def test_uniform_quota_in_the_rounds(imbalanced):
+    crowd, _, _ = imbalanced
+    model = SelfCrowd(n_per_round=90, n_rounds=2, quota="uniform", max_epochs=3, random_state=1)
+    model.fit(crowd, valid=None)
+    for row in model.history_.iloc[1:].itertuples():
+        expected = class_quotas(row.n_candidates_per_class, 90, quota="uniform").tolist()
+        assert row.n_selected_per_class == expected
+        counts = np.array(row.n_candidates_per_class)
+        plenty = counts >= 90  # classes with enough candidates for any share of M
+        taken = np.array(row.n_selected_per_class)[plenty]
+        assert len(taken) == 0 or taken.max() - taken.min() <= 1
+
+
+def test_cli_spec_reaches_the_quota(tmp_path):
+    from click.testing import CliRunner
+
+    from crowdlearn.cli import cli
+    from crowdlearn.learning import BaseLearner
+
+    runner = CliRunner()
+    sim = tmp_path / "sim"
+    result = runner.invoke(
+        cli, ["simulate", "crowd-on-features", "--n-worker", "6", "-o", str(sim)]
+    )
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "out"
+    spec = "self-crowd[quota=uniform,n_per_round=40,n_rounds=1]"
+    args = ["learn", str(sim), "-s", spec, "--epochs", "1", "-o", str(out), "--quiet"]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    model = BaseLearner.load(out / "model.pt")
+    assert model.quota == "uniform" and model.history_["n_pseudo"].tolist() == [0, 40]
+    args[3], args[7] = "self-crowd[quota=reciprocal]", str(tmp_path / "bad")
+    result = runner.invoke(cli, args)
+    assert result.exit_code != 0 and "quota must be 'inverse'" in result.output
 
 
 def test_balanced_selection_is_more_balanced_than_confidence(imbalanced):
@@ -188,6 +318,7 @@ def test_same_seed_same_result_and_save_load(imbalanced, tmp_path):
     ("params", "message"),
     [
         ({"selection": "best"}, "selection"),
+        ({"quota": "balanced"}, "quota must be 'inverse'"),
         ({"stopping": "valid"}, "validation data"),
         ({"retrain": "warm"}, "retrain"),
         ({"n_per_round": -1}, "n_per_round"),

@@ -34,6 +34,32 @@ Choices the paper leaves open (each a parameter):
 The baselines of the paper are the same procedure with another ``selection``:
 ``"confidence"`` (Self-Crowd_c: the ``M`` lowest entropies whatever their class) and
 ``"random"`` (Self-Crowd_r: ``M`` candidates drawn uniformly).
+
+What eq. 5 implies: the selected shares are the reciprocals of the candidate shares
+--------------------------------------------------------------------------------------
+Write ``N' = sum_k N'_k`` and ``pi_c = N'_c / N'`` for the share of class ``c`` among the
+candidates. Eq. 4-5 give ``M_c = M (1 / N'_c) / sum_k (1 / N'_k)``, so as long as no
+class runs out of candidates (``M_c <= N'_c``) and up to rounding, the share of class
+``c`` among the pseudo-annotations selected in a round is
+
+    s_c = M_c / M = (1 / pi_c) / sum_k (1 / pi_k),
+
+the reciprocal of its candidate share, renormalised; equivalently ``M_c N'_c`` is the
+same for every class. The selected set is balanced only when the candidates are: the
+rule *reverses* the imbalance (the class predicted least often gets the largest
+share) rather than removing it. Its R (eq. 6) is ``(1/pi_min - 1/pi_max) / sum_k
+(1/pi_k)``, which can be above or below the R of random selection (``pi_max -
+pi_min`` in expectation): with two classes the two are equal (shares (0.9, 0.1) give
+(0.1, 0.9)); with three, shares (0.5, 0.25, 0.25) give (0.2, 0.4, 0.4), a lower R
+(0.2 against 0.25), but (0.4, 0.4, 0.2) give (0.25, 0.25, 0.5), a higher one (0.25
+against 0.2). So eq. 5 alone does not make the selected pseudo-annotations more
+balanced than random selection's (the paper's Fig. 3b); what it does is add most to
+the classes the model predicts least, which rebalances the *combined* annotations
+when the model's rare predictions are the observed annotations' rare classes.
+
+``quota="uniform"`` (NOT the paper's rule, a control) replaces eq. 5 by ``t_c = 1 /
+K'`` over the ``K'`` classes that have candidates: every class gets ``M / K'`` (capped
+by its candidates), so the selected set has R = 0 whenever no cap binds.
 """
 
 from __future__ import annotations
@@ -54,14 +80,21 @@ from crowdlearn.metrics import self_crowd_r
 
 Selection = Literal["balanced", "confidence", "random"]
 SELECTIONS = ("balanced", "confidence", "random")
+Quota = Literal["inverse", "uniform"]
+#: ``"inverse"`` is the paper's eq. 5; ``"uniform"`` is a NON-PAPER control.
+QUOTAS = ("inverse", "uniform")
 
 #: Candidate (task, worker) pairs scored per forward pass of the crowd layer.
 PAIR_CHUNK = 262_144
 
 
-def class_quotas(candidate_counts: Any, n_select: int) -> np.ndarray:
+def class_quotas(candidate_counts: Any, n_select: int, quota: Quota = "inverse") -> np.ndarray:
     """Per-class selection numbers ``M_c = t_c M`` with ``t_c`` proportional to
-    ``1 / N'_c`` (Self-Crowd, eq. 4-5).
+    ``1 / N'_c`` (Self-Crowd, eq. 4-5), or equal (``quota="uniform"``, not the paper's).
+
+    With ``"inverse"`` and no cap binding, ``M_c / M = (1 / N'_c) / sum_k (1 / N'_k)``:
+    the selected class shares are the reciprocals of the candidate shares (see the
+    module docstring).
 
     Parameters
     ----------
@@ -69,6 +102,9 @@ def class_quotas(candidate_counts: Any, n_select: int) -> np.ndarray:
         ``N'_c``: the number of generated pseudo-annotations of each class.
     n_select : int
         ``M``: pseudo-annotations to select in the round.
+    quota : {"inverse", "uniform"}, default "inverse"
+        ``t_c`` proportional to ``1 / N'_c`` (eq. 5), or the same for every class that
+        has candidates (NON-PAPER control).
 
     Returns
     -------
@@ -82,18 +118,22 @@ def class_quotas(candidate_counts: Any, n_select: int) -> np.ndarray:
     [2, 6, 0]
     >>> class_quotas([1, 1000], 100).tolist()  # the rare class has only one candidate
     [1, 0]
+    >>> class_quotas([300, 100, 0], 8, quota="uniform").tolist()
+    [4, 4, 0]
     """
     counts = np.asarray(candidate_counts, dtype=np.int64)
     if counts.ndim != 1 or (counts < 0).any():
         raise ValueError("candidate_counts must be a 1-D array of non-negative counts")
     if n_select < 0:
         raise ValueError(f"n_select must be >= 0, got {n_select}")
+    _check_quota(quota)
     quotas = np.zeros(len(counts), dtype=np.int64)
     present = counts > 0
     if not present.any() or n_select == 0:
         return quotas
     weights = np.zeros(len(counts))
-    weights[present] = 1.0 / counts[present]
+    # eq. 5; the uniform control gives every class with candidates the same weight
+    weights[present] = 1.0 / counts[present] if quota == "inverse" else 1.0
     exact = weights / weights.sum() * n_select
     quotas = np.floor(exact).astype(np.int64)
     remainder = n_select - int(quotas.sum())
@@ -105,6 +145,14 @@ def class_quotas(candidate_counts: Any, n_select: int) -> np.ndarray:
     return np.minimum(quotas, counts)
 
 
+def _check_quota(quota: Any) -> None:
+    if quota not in QUOTAS:
+        raise ValueError(
+            f"quota must be 'inverse' (the paper's eq. 5) or 'uniform' (a non-paper "
+            f"control), got {quota!r}"
+        )
+
+
 def select_pseudo(
     labels: np.ndarray,
     entropy: np.ndarray,
@@ -112,11 +160,13 @@ def select_pseudo(
     n_classes: int,
     selection: Selection,
     rng: np.random.Generator,
+    quota: Quota = "inverse",
 ) -> np.ndarray:
     """Indices of the candidates chosen by a selection rule (see :class:`SelfCrowd`).
 
     ``labels`` and ``entropy`` describe the candidates; the result has no repeats, and
-    for ``"balanced"`` holds the :func:`class_quotas` most confident of each class.
+    for ``"balanced"`` holds the :func:`class_quotas` (with ``quota``) most confident
+    of each class.
     """
     n = len(labels)
     if selection == "random":
@@ -126,7 +176,7 @@ def select_pseudo(
         return np.lexsort((tiebreak, entropy))[: min(n_select, n)]
     if selection != "balanced":
         raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
-    quotas = class_quotas(np.bincount(labels, minlength=n_classes), n_select)
+    quotas = class_quotas(np.bincount(labels, minlength=n_classes), n_select, quota)
     order = np.lexsort((tiebreak, entropy, labels))  # by class, then most confident
     starts = np.searchsorted(labels[order], np.arange(n_classes))
     picked = [order[starts[c] : starts[c] + quotas[c]] for c in range(n_classes)]
@@ -147,6 +197,11 @@ class SelfCrowd(CrowdLayer):
     selection : {"balanced", "confidence", "random"}, default "balanced"
         Self-Crowd (per-class quotas, eq. 4-5), Self-Crowd_c (lowest entropy) or
         Self-Crowd_r (uniform draw).
+    quota : {"inverse", "uniform"}, default "inverse"
+        The quotas of ``selection="balanced"``: ``t_c`` proportional to ``1 / N'_c``
+        (eq. 5, the paper's), whose selected class shares are the reciprocals of the
+        candidate shares (module docstring), or ``"uniform"`` (NON-PAPER control: ``M /
+        K'`` per class, a balanced selected set). Ignored by the other rules.
     stopping : {"rounds", "valid"}, default "rounds"
         Run every round and keep the last model, or keep the round with the best
         validation accuracy and stop after ``round_patience`` rounds without
@@ -208,6 +263,7 @@ class SelfCrowd(CrowdLayer):
         n_per_round: int = 1000,
         n_rounds: int = 5,
         selection: Selection = "balanced",
+        quota: Quota = "inverse",
         stopping: Literal["rounds", "valid"] = "rounds",
         round_patience: int = 2,
         retrain: Literal["scratch", "continue"] = "scratch",
@@ -220,6 +276,7 @@ class SelfCrowd(CrowdLayer):
         self.n_per_round = n_per_round
         self.n_rounds = n_rounds
         self.selection = selection
+        self.quota = quota
         self.stopping = stopping
         self.round_patience = round_patience
         self.retrain = retrain
@@ -265,6 +322,7 @@ class SelfCrowd(CrowdLayer):
                     data.n_classes,
                     self.selection,
                     rng,
+                    self.quota,
                 )
                 for name in ("task", "worker", "label", "entropy"):
                     pseudo[name].append(candidates[name][picked])
@@ -362,6 +420,7 @@ class SelfCrowd(CrowdLayer):
             )
         if self.selection not in SELECTIONS:
             raise ValueError(f"selection must be one of {SELECTIONS}, got {self.selection!r}")
+        _check_quota(self.quota)
         if self.stopping not in ("rounds", "valid"):
             raise ValueError(f"stopping must be 'rounds' or 'valid', got {self.stopping!r}")
         if self.stopping == "valid" and valid is None:
