@@ -9,9 +9,12 @@ import pandas as pd
 import pytest
 
 import crowdlearn.bench.iced_bench as iced_bench
+from crowdlearn.aggregation import MajorityVote
 from crowdlearn.bench import run
 from crowdlearn.bench.iced_bench import (
     DATASETS,
+    EQUAL_STEPS_EXPERIMENT,
+    FAIL_CROWD,
     GRID,
     MAJORITY_ACCURACY,
     METHODS,
@@ -26,12 +29,15 @@ from crowdlearn.bench.iced_bench import (
     digits_syn,
     f1_minority,
     labelme_binary,
+    mechanism_configs,
     method_params,
     search_candidates,
     simulate_crowd,
     usps_syn,
+    usps_syn_u,
     worker_reliability,
 )
+from crowdlearn.learning.iced import inference_scores, paper_dawid_skene
 
 
 def _rows_of(table: np.ndarray) -> set[bytes]:
@@ -45,22 +51,35 @@ def test_quick_run_writes_the_table_rows_and_figures(tmp_path, shared_datasets, 
     assert time.perf_counter() - start < 90  # the brief: about a minute
     text = report.read_text()
     assert text.startswith("## iced (quick)")
+    # the section opens with the verdict table
+    first_table = text.split("\n\n")[2]
+    assert first_table.startswith("| paper claim | paper | ours | from | verdict |")
+    assert "| Fig. 2: D&S-orig below 60 %, much worse than MV |" in first_table
+    assert "claim does not follow from eq. 2.5" in first_table
     assert "| experiment | dataset | method | runs | test accuracy | test F1 (minority) |" in text
     for name in DATASETS:
-        assert f"| Table 2 | {name} | ICED | {QUICK_SEEDS} |" in text
-        assert f"| Fig. 2 | {name} | DS-orig | {QUICK_SEEDS} |" in text
-        assert f"| Table 3 | {name} | ICED-w | {QUICK_SEEDS} |" in text
+        shown = f"{name} (extension, not in the paper)" if name == "LabelMe-bin" else name
+        assert f"| Table 2 | {shown} | ICED | {QUICK_SEEDS} |" in text
+        assert f"| Fig. 2 | {shown} | DS-orig | {QUICK_SEEDS} |" in text
+        assert f"| Table 3 | {shown} | ICED-w | {QUICK_SEEDS} |" in text
+        assert f"| {EQUAL_STEPS_EXPERIMENT} | {shown} | ICED-w | {QUICK_SEEDS} |" in text
+    assert "| Fig. 2 (D&S fails) | USPS-Syn-U | control: random crowd labels | 1 |" in text
     assert "reference only: the paper's USPS-Syn row" in text
     assert "wall time of the whole benchmark" in text
     for key in ("accuracy", "inference"):
         assert (tmp_path / f"iced-{key}.png").stat().st_size > 0
     raw = pd.read_csv(tmp_path / "iced.csv")
     assert list(raw.columns) == RAW_COLUMNS
-    per_dataset = QUICK_SEEDS * (len(QUICK_METHODS) + len(WARMUPS))
-    assert len(raw) == len(DATASETS) * per_dataset
+    per_dataset = QUICK_SEEDS * (len(QUICK_METHODS) + 2 * len(WARMUPS))
+    mechanism = raw["experiment"] == "Mechanism"
+    assert (~mechanism).sum() == len(DATASETS) * per_dataset
+    assert mechanism.sum() == len(mechanism_configs(quick=True))  # one seed each
+    # equal steps: every strategy makes the same number of Adam steps
+    equal = raw[raw["experiment"] == EQUAL_STEPS_EXPERIMENT]
+    assert equal.groupby("dataset")["adam_steps"].nunique().eq(1).all()
     assert (raw["status"] == "ok").all(), raw.loc[raw["status"] != "ok", "error"]
     assert raw["accuracy"].between(0, 1).all() and raw["f1_minority"].between(0, 1).all()
-    iced = raw[raw["method"] == "ICED"]
+    iced = raw[(raw["method"] == "ICED") & ~mechanism]
     for column in ("ds_before", "ds_first", "ds_final", "mv_accuracy"):
         assert iced[column].between(0, 1).all()
     assert (iced["n_synthetic"] > 0).all()
@@ -166,3 +185,31 @@ def test_a_failing_method_is_reported_not_raised():
     task = digits_syn(seed=0)
     outcome = iced_bench.evaluate("ICED", task, {"warmup_epochs": 1, "k": 0}, seed=0)
     assert outcome["status"] == "error" and "k must be" in outcome["error"]
+
+
+def test_usps_syn_u_is_a_crowd_where_the_papers_dawid_skene_fails(shared_datasets, monkeypatch):
+    monkeypatch.setenv("CROWDLEARN_DATA", str(shared_datasets))
+    task = usps_syn_u(seed=0)
+    train = task.train
+    assert train.n_workers == FAIL_CROWD["n_workers"] == 7
+    assert train.n_annotations == 734 * 7
+    # the same images as USPS-Syn for the seed, another crowd
+    np.testing.assert_array_equal(train.features, usps_syn(seed=0).train.features)
+    # workers as reliable on both classes (recipe U(0.6, 0.7))
+    majority, minority = worker_reliability(train)
+    assert 0.57 < majority < 0.73 and 0.55 < minority < 0.75
+    tasks = np.arange(train.n_tasks)
+    ds, _ = inference_scores(train.truth, paper_dawid_skene().fit(train).predict(), tasks)
+    mv, _ = inference_scores(train.truth, MajorityVote().fit(train).predict(), tasks)
+    assert ds < 0.6 < mv - 0.1  # Fig. 2's setting: D&S below 60 %, much worse than MV
+
+
+def test_mechanism_configurations_change_one_thing_from_the_base():
+    configs = mechanism_configs(quick=False)
+    tuned = method_params("USPS-Syn", "ICED", quick=False)
+    for (dataset, _), config in configs.items():
+        assert dataset in ("USPS-Syn", "USPS-Syn-U")
+        assert {k: config[k] for k in tuned} == tuned  # USPS-Syn's tuned schedule
+    # the D&S-fails crowd's base is the paper's D&S; the three Fig. 2 fits are there
+    fig2 = [c for (d, _), c in configs.items() if d == "USPS-Syn-U" and c["aggregator"] == "paper"]
+    assert {c.get("synthetic_labels", "knn") for c in fig2} == {"knn", "duplicate", "random"}

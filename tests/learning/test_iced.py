@@ -21,6 +21,7 @@ from crowdlearn.learning.iced import (
     certainty_groups,
     inference_scores,
     interpolation_weights,
+    paper_dawid_skene,
     same_class_neighbours,
     smote_interpolate,
     synthetic_crowd_labels,
@@ -123,6 +124,31 @@ def test_interpolation_weight_follows_certainty():
     # as printed, eq. (2.5): S(x) / (S(x) + S(x^r))
     printed = interpolation_weights(certain, unsure, 0.0, rng, "as-printed")
     assert printed[0] == pytest.approx(10.0 / 12.0)
+
+
+def test_eq_2_5_both_readings_on_a_hand_computed_crowd():
+    # task 0: 9 of 9 workers answer 0; task 1: 8 answer 0, one answers 1
+    task = np.repeat([0, 1], 9)
+    label = np.r_[np.zeros(9), np.zeros(8), 1].astype(int)
+    data = CrowdData(task, np.tile(np.arange(9), 2), label, n_classes=2)
+    scores = label_certainty(data, eps=0.1)
+    # eq. 2.4: variance of the one-hot labels, E||y - E y||^2 = 2 p (1 - p)
+    s_unanimous, s_split = 1 / (0 + 0.1), 1 / (2 * (8 / 9) * (1 / 9) + 0.1)
+    np.testing.assert_allclose(scores, [s_unanimous, s_split])  # 10 and 81 / 24.1
+    rng = np.random.default_rng(0)
+    # candidate x = the unanimous task, neighbour x^r = the split one, eta = 0
+    printed = interpolation_weights(scores[:1], scores[1:], 0.0, rng, "as-printed")
+    text = interpolation_weights(scores[:1], scores[1:], 0.0, rng, "towards-certain")
+    # S(x) / (S(x) + S(x^r)) = 10 / (10 + 81 / 24.1) = 241 / 322
+    assert printed[0] == pytest.approx(241 / 322, abs=1e-12)  # 0.7484
+    assert text[0] == pytest.approx(81 / 322, abs=1e-12)  # 0.2516
+    z, z_r = np.array([[0.0, 0.0]]), np.array([[1.0, 2.0]])
+    # as printed, z' lands nearer the *less* certain neighbour; the text's reading
+    # keeps it near the more certain candidate
+    near_printed = smote_interpolate(z, z_r, printed)
+    near_text = smote_interpolate(z, z_r, text)
+    assert np.linalg.norm(near_printed - z_r) < np.linalg.norm(near_printed - z)
+    assert np.linalg.norm(near_text - z) < np.linalg.norm(near_text - z_r)
 
 
 def test_same_class_neighbours_exclude_the_point_itself():
@@ -316,6 +342,85 @@ def test_resumed_run_ends_like_an_uninterrupted_one(tmp_path):
     assert resumed.ds_accuracy_final_ == straight.ds_accuracy_final_
 
 
+def test_hard_em_uses_hard_counts_and_soft_keeps_the_posteriors():
+    data, _, _ = imbalanced_crowd(3, n=200)
+    hard = fast(hard_em=True, n_rounds=0, max_epochs=3).fit(data, valid=None)
+    soft = fast(n_rounds=0, max_epochs=3).fit(data, valid=None)
+    np.testing.assert_array_equal(hard.labels_, DawidSkene(hard=True).fit(data).predict())
+    np.testing.assert_array_equal(soft.labels_, DawidSkene().fit(data).predict())
+    # hard-count EM: one-hot posteriors; soft: graded ones
+    assert set(np.unique(hard.label_probas_)) <= {0.0, 1.0}
+    assert ((soft.label_probas_ > 0.01) & (soft.label_probas_ < 0.99)).any()
+    # a given aggregator is made hard too
+    given = fast(aggregator=paper_dawid_skene(hard=False), hard_em=True, n_rounds=0)
+    given.fit(data, valid=None)
+    np.testing.assert_array_equal(given.labels_, paper_dawid_skene().fit(data).predict())
+
+
+def test_paper_dawid_skene_keeps_a_uniform_prior_and_counts_hard():
+    data, _, _ = imbalanced_crowd(0)
+    uniform = paper_dawid_skene().fit(data)
+    np.testing.assert_allclose(uniform.priors_, 0.5, atol=1e-8)
+    assert set(np.unique(uniform.predict_proba())) <= {0.0, 1.0}
+    learned = paper_dawid_skene(uniform_prior=False).fit(data)
+    assert learned.priors_[1] < 0.3  # a 10:1 crowd: the prior follows the counts
+    params = uniform.get_params()
+    assert params["smoothing"] == 0 and params["diagonal_prior"] == 0 and params["hard"]
+
+
+def _synthetic_label_vectors(model, n_workers):
+    synthetic = model._synthetic  # the last round's synthetic annotations
+    vectors = np.full((len(synthetic["classes"]), n_workers), -1)
+    vectors[synthetic["sample"], synthetic["worker"]] = synthetic["label"]
+    return vectors
+
+
+def test_synthesis_controls_duplicate_or_randomise_the_crowd_labels():
+    data, _, _ = imbalanced_crowd(0, n=300)
+    real = np.full((data.n_tasks, data.n_workers), -1)
+    real[data.task, data.worker] = data.label
+    duplicate = fast(synthetic_labels="duplicate").fit(data, valid=None)
+    vectors = _synthetic_label_vectors(duplicate, data.n_workers)
+    assert len(vectors) > 100
+    # every synthetic sample carries the whole label vector of an inferred-minority task
+    minority = {row.tobytes() for row in real[duplicate.labels_ == 1]}
+    assert minority and all(row.tobytes() in minority for row in vectors)
+    # one round: the kNN and random runs draw the same synthetic samples and labellers
+    random = fast(synthetic_labels="random", n_rounds=1).fit(data, valid=None)._synthetic
+    knn = fast(n_rounds=1).fit(data, valid=None)._synthetic
+    np.testing.assert_array_equal(random["sample"], knn["sample"])
+    np.testing.assert_array_equal(random["worker"], knn["worker"])
+    assert len(knn["label"]) > 500
+    # ... but the random labels are coin flips, independent of the neighbours' labels
+    assert abs(random["label"].mean() - 0.5) < 0.06
+    assert abs(np.mean(random["label"] == knn["label"]) - 0.5) < 0.06
+
+
+def test_pretrained_decoder_is_trained_before_the_warmup_and_then_frozen():
+    data, _, _ = imbalanced_crowd(1, n=150)
+
+    def decoder_weights(**params):
+        model = fast(**params).fit(data, valid=None)
+        return torch.cat([p.detach().flatten() for p in model.module_["decoder"].parameters()])
+
+    warmup_only = decoder_weights(decoder_pretrain=True, n_rounds=0, max_epochs=3)
+    after_rounds = decoder_weights(decoder_pretrain=True, n_rounds=2)
+    untrained = decoder_weights(n_rounds=0, max_epochs=3)
+    refit = decoder_weights(n_rounds=2)
+    torch.testing.assert_close(warmup_only, after_rounds)  # frozen during the rounds
+    assert not torch.equal(warmup_only, untrained)  # pre-trained before the warm-up
+    assert not torch.equal(refit, untrained)  # the default fits Q at the rounds
+
+
+@pytest.mark.parametrize("warmup", ["iced", "trad-1", "trad-2"])
+def test_equal_warmup_steps_for_every_strategy(warmup):
+    data, _, _ = imbalanced_crowd(2, n=200)
+    model = fast(warmup=warmup, warmup_epochs=2, warmup_steps=3, n_rounds=0, max_epochs=6)
+    model.set_params(batch_size=16).fit(data, valid=None)
+    # every warm-up epoch makes exactly 3 mini-batches of 16, whatever the stage's size
+    assert model.epoch_history_["n_training_tasks"].tolist() == [48] * 6
+
+
 def test_custom_aggregator_is_used():
     data, _, _ = imbalanced_crowd(6, n=150)
     model = fast(aggregator=MajorityVote(), n_rounds=1, max_epochs=4).fit(data)
@@ -339,6 +444,11 @@ def test_custom_aggregator_is_used():
         {"decoder_epochs": 1.5},
         {"aggregator": "ds"},
         {"warmup_epochs": 0, "n_rounds": 0},
+        {"synthetic_labels": "copies"},
+        {"warmup_steps": 0},
+        {"hard_em": "yes"},
+        {"decoder_pretrain": 1},
+        {"hard_em": True, "aggregator": MajorityVote()},
     ],
 )
 def test_bad_parameters_raise(params):

@@ -59,9 +59,36 @@ Choices where the paper is open (each is a constructor parameter):
   label (one of its neighbours' annotations picked at random otherwise).
 * **Decoder.** ``Q`` is the decoder of an autoencoder whose encoder is ``G``: an MLP
   (``decoder_hidden``) trained with the mean squared error to reconstruct the training
-  inputs from their (frozen) embeddings, ``decoder_epochs`` epochs at the first round
-  and ``decoder_refit_epochs`` more at every later round, since ``G`` keeps changing.
-  It is kept in ``module_["decoder"]``.
+  inputs. The paper calls ``Q`` "a pre-trained decoder" and says no more.
+  ``decoder_pretrain=True`` reads this literally: before the warm-up, ``G`` and ``Q``
+  are trained together as an autoencoder on the training inputs for
+  ``decoder_epochs`` epochs (``G``'s weights then start the classifier's training),
+  and ``Q`` stays frozen afterwards, although ``G`` keeps changing.
+  ``decoder_pretrain=False`` (default) trains ``Q`` on the current, frozen embeddings
+  instead: ``decoder_epochs`` epochs at the first round and ``decoder_refit_epochs``
+  more at every later round, so that it follows ``G``. It is kept in
+  ``module_["decoder"]``.
+* **M-step.** The paper's M-step (sec. 2.3) counts the tasks whose current estimated
+  label is ``c``: hard-count ("classification") EM. ``hard_em=True`` sets ``hard=True``
+  on the aggregator (the default :class:`~crowdlearn.aggregation.DawidSkene` or a given
+  one that has this parameter); ``hard_em=False`` (default) keeps the aggregator as
+  given (the default Dawid-Skene uses the posteriors, soft counts).
+  :func:`paper_dawid_skene` builds the paper's Dawid-Skene (hard counts, no
+  pseudo-counts, and optionally a uniform class prior, the "uniformity assumption"
+  the paper blames for Dawid-Skene's failure on imbalanced crowds).
+* **Controls of the synthesis** (not in the paper; they separate what synthesis does
+  to truth inference from the mere re-running of EM on a larger crowd):
+  ``synthetic_labels="knn"`` (default) is the paper's simulation from the ``k``
+  nearest real tasks; ``"duplicate"`` gives each synthetic sample the crowd labels of
+  its SMOTE origin (random oversampling of the inferred minority tasks, labels and
+  all); ``"random"`` keeps who labels each synthetic sample but draws every label
+  uniformly from the ``K`` classes (labels carrying no information on the class).
+* **Equal warm-up steps.** The paper's Table 3 gives every strategy the same number
+  of epochs, so Trad-I (every task) makes more Adam steps than Trad-II and ICED-w
+  (fewer tasks). ``warmup_steps`` (not None) makes every warm-up epoch exactly that
+  many mini-batches, whatever the stage's number of tasks (its tasks in a new random
+  order, cycled or cut, at every epoch), so that every strategy makes
+  ``3 * warmup_epochs * warmup_steps`` steps.
 * **Rounds.** After the warm-up (``3 * warmup_epochs`` epochs), each round
   regenerates the synthetic samples (they do not accumulate), runs Dawid-Skene on the
   real and synthetic labels, and trains ``F`` for ``epochs_per_round`` epochs on
@@ -104,6 +131,11 @@ Warmup = Literal["iced", "trad-1", "trad-2"]
 WARMUPS = ("iced", "trad-1", "trad-2")
 Interpolation = Literal["towards-certain", "as-printed"]
 INTERPOLATIONS = ("towards-certain", "as-printed")
+SyntheticLabels = Literal["knn", "duplicate", "random"]
+SYNTHETIC_LABELS = ("knn", "duplicate", "random")
+#: ``prior_smoothing`` that makes Dawid-Skene's class prior uniform to within 1e-8
+#: for up to ~10^4 tasks (the prior's counts become negligible against it).
+UNIFORM_PRIOR_SMOOTHING = 1e12
 #: Certainty groups of :func:`certainty_groups`.
 HIGHEST, SECOND, THIRD, LOW = 0, 1, 2, 3
 #: Decimals to which certainty scores are rounded before their distinct levels are taken.
@@ -311,6 +343,33 @@ def build_decoder(
     return nn.Sequential(*layers)
 
 
+def paper_dawid_skene(uniform_prior: bool = True, hard: bool = True) -> DawidSkene:
+    """Dawid-Skene as sec. 2.3 of the ICED paper describes it.
+
+    The M-step counts the tasks whose estimated label is each class (``hard=True``:
+    hard-count EM), with no pseudo-counts (``smoothing=0``, ``diagonal_prior=0``).
+    ``uniform_prior=True`` keeps the class prior uniform (``prior_smoothing`` of
+    :data:`UNIFORM_PRIOR_SMOOTHING`): the "uniform label distribution" that the
+    paper says makes Dawid-Skene fail on imbalanced crowds; ``False`` re-estimates it
+    from the counts as the paper's formula for ``Phi`` does.
+
+    Parameters
+    ----------
+    uniform_prior : bool, default True
+    hard : bool, default True
+
+    Returns
+    -------
+    DawidSkene
+    """
+    return DawidSkene(
+        smoothing=0.0,
+        diagonal_prior=0.0,
+        prior_smoothing=UNIFORM_PRIOR_SMOOTHING if uniform_prior else 0.0,
+        hard=hard,
+    )
+
+
 # ---------------------------------------------------------------------- the learner
 
 
@@ -344,7 +403,11 @@ class ICED(BaseLearner):
     eta : float, default 0.1
         Half-width of the uniform noise added to ``delta`` (eq. 2.5).
     interpolation : {"towards-certain", "as-printed"}, default "towards-certain"
-        How eq. (2.5) weighs the two certainty scores (see the module docstring).
+        How eq. (2.5) weighs the two certainty scores: ``"as-printed"`` is the formula
+        as printed, ``delta = S(x) / (S(x) + S(x^r)) + eta`` (the synthetic point lands
+        nearer the *less* certain task); ``"towards-certain"`` is the paper's text
+        ("close to the candidate embedding which has a higher label certainty
+        score"), ``delta = S(x^r) / (S(x) + S(x^r)) + eta``.
     certainty_eps : float, default 0.1
         The constant of eq. (2.4).
     decoder_hidden : tuple of int, default (256,)
@@ -355,6 +418,20 @@ class ICED(BaseLearner):
         Decoder epochs at every later round (it is warm-started).
     decoder_lr : float, default 1e-3
         Adam learning rate of the decoder.
+    decoder_pretrain : bool, default False
+        Pre-train ``G`` and ``Q`` together as an autoencoder before the warm-up
+        (``decoder_epochs`` epochs) and keep ``Q`` frozen afterwards (the paper's "a
+        pre-trained decoder"); False: fit ``Q`` on the current embeddings at the
+        rounds.
+    hard_em : bool, default False
+        Set ``hard=True`` on the aggregator: hard-count EM as in the paper's M-step.
+        False keeps the aggregator as given (the default Dawid-Skene: soft counts).
+    synthetic_labels : {"knn", "duplicate", "random"}, default "knn"
+        Crowd labels of the synthetic samples: the paper's simulation from the ``k``
+        nearest real tasks, or one of two controls (the module docstring).
+    warmup_steps : int or None, default None
+        Mini-batches per warm-up epoch for every strategy (equal Adam steps); None:
+        one pass over the stage's tasks.
     **training
         The shared training parameters (see :class:`BaseLearner`); ``max_epochs``
         counts every classifier epoch, warm-up included.
@@ -381,6 +458,9 @@ class ICED(BaseLearner):
         Majority-vote labels used in the warm-up.
     labels_ : ndarray (n_tasks,)
         Labels of the real tasks inferred at the last round.
+    labels_before_ : ndarray (n_tasks,)
+        Labels the aggregator infers from the real crowd labels alone (before any
+        synthesis).
     label_probas_ : ndarray (n_tasks, K)
         The aggregator's posteriors of the real tasks at the last round.
     mv_accuracy_ : float
@@ -395,6 +475,8 @@ class ICED(BaseLearner):
         Decoded synthetic inputs of the last round.
     synthetic_classes_ : ndarray (n_synthetic,)
         The class each of them was generated for.
+    synthetic_inferred_ : ndarray (n_synthetic,)
+        The class the aggregator inferred for each of them (from their crowd labels).
     classes_, best_epoch_
         See :class:`BaseLearner`.
 
@@ -433,6 +515,10 @@ class ICED(BaseLearner):
         decoder_epochs: int = 50,
         decoder_refit_epochs: int = 5,
         decoder_lr: float = 1e-3,
+        decoder_pretrain: bool = False,
+        hard_em: bool = False,
+        synthetic_labels: SyntheticLabels = "knn",
+        warmup_steps: int | None = None,
         **training: Any,
     ) -> None:
         self.aggregator = aggregator
@@ -449,6 +535,10 @@ class ICED(BaseLearner):
         self.decoder_epochs = decoder_epochs
         self.decoder_refit_epochs = decoder_refit_epochs
         self.decoder_lr = decoder_lr
+        self.decoder_pretrain = decoder_pretrain
+        self.hard_em = hard_em
+        self.synthetic_labels = synthetic_labels
+        self.warmup_steps = warmup_steps
         super().__init__(**training)
 
     # ------------------------------------------------------------------ public API
@@ -497,6 +587,7 @@ class ICED(BaseLearner):
         tasks = np.flatnonzero(annotated)
         self.mv_accuracy_, _ = inference_scores(data.truth, self.warmup_labels_, tasks)
         self._infer(data)  # the aggregator on the real labels alone
+        self.labels_before_ = self.labels_.copy()
         scores = inference_scores(data.truth, self.labels_, tasks)
         self.ds_accuracy_before_, self.ds_minority_recall_before_ = scores
         self.ds_accuracy_first_ = self.ds_minority_recall_first_ = np.nan
@@ -505,12 +596,18 @@ class ICED(BaseLearner):
         self._synthetic: dict[str, np.ndarray] = _no_synthetic(inputs.item_shape)
         self.synthetic_inputs_ = self._synthetic["inputs"]
         self.synthetic_classes_ = self._synthetic["classes"]
+        self.synthetic_inferred_ = self._synthetic["labels"]
         self._stage_key: tuple[str, int] | None = None
+        self._pretrained = False
 
     def _epoch_start(self, context: EpochContext) -> None:
         stage, index, first = self._phase(context.epoch)
+        if self.decoder_pretrain and not getattr(self, "_pretrained", False):
+            self._pretrain_autoencoder(context)
         if stage == "round" and first:
             self._run_round(context, index)
+        if stage == "warmup" and self.warmup_steps is not None:
+            self._stage_key = None  # a new draw of warmup_steps batches every epoch
         if self._stage_key != (stage, index):  # a new stage, or a resumed run
             context.batcher = self._stage_batcher(context, stage, index)
             self._stage_key = (stage, index)
@@ -542,6 +639,7 @@ class ICED(BaseLearner):
                 "warmup_labels_",
                 "labels_",
                 "label_probas_",
+                "labels_before_",
                 "mv_accuracy_",
                 "ds_accuracy_before_",
                 "ds_accuracy_first_",
@@ -553,8 +651,10 @@ class ICED(BaseLearner):
                 "synthetic_classes_",
             )
         }
+        state["synthetic_inferred_"] = getattr(self, "synthetic_inferred_", None)
         state["_round_scores"] = self._round_scores
         state["_synthetic"] = self._synthetic
+        state["_pretrained"] = getattr(self, "_pretrained", False)
         state["_rng_state"] = self._rng.bit_generator.state
         if hasattr(self, "epoch_history_"):
             state["epoch_history_"] = self.epoch_history_
@@ -591,6 +691,10 @@ class ICED(BaseLearner):
         if stage == "warmup":
             self._targets = self.warmup_labels_.astype(np.int64)
             tasks = np.flatnonzero(annotated & self._warmup_mask(index))
+            if self.warmup_steps is not None and len(tasks):
+                # equal Adam steps per strategy: the tasks in a new order, cycled or cut
+                size = self.warmup_steps * learner.batch_size
+                tasks = np.resize(self._rng.permutation(tasks), size)
             return TaskBatcher(data, context.inputs, tasks, learner.batch_size, context.device)
         synthetic = self._synthetic
         augmented = _augmented_crowd(data, synthetic)
@@ -622,6 +726,7 @@ class ICED(BaseLearner):
         self._synthetic["labels"] = self._inferred_synthetic
         self.synthetic_inputs_ = self._synthetic["inputs"]
         self.synthetic_classes_ = self._synthetic["classes"]
+        self.synthetic_inferred_ = self._synthetic["labels"]
         tasks = np.flatnonzero(data.feedback_effort > 0)
         self._round_scores = inference_scores(data.truth, self.labels_, tasks)
         if round_index == 1:
@@ -635,6 +740,8 @@ class ICED(BaseLearner):
         aggregator = DawidSkene() if self.aggregator is None else clone(self.aggregator)
         if "random_state" in aggregator.get_params():
             aggregator.set_params(random_state=self.random_state)
+        if self.hard_em:
+            aggregator.set_params(hard=True)  # hard-count EM (checked in _check_params)
         aggregator.fit(crowd)
         n_real = crowd.n_tasks if n_real is None else n_real
         probas, labels = aggregator.predict_proba(), aggregator.predict()
@@ -676,9 +783,15 @@ class ICED(BaseLearner):
         index = NearestNeighbors(n_neighbors=n_neighbours).fit(z[annotated])
         nearest = annotated[index.kneighbors(z_new, return_distance=False)]
         sample, worker, label = synthetic_crowd_labels(data, nearest, rng)
+        if self.synthetic_labels == "duplicate":  # the origin's own crowd labels
+            rows, sample = annotation_rows(data, origin)
+            worker, label = data.worker[rows].astype(np.int64), data.label[rows].astype(np.int64)
+        elif self.synthetic_labels == "random":  # same workers, uninformative labels
+            label = rng.integers(data.n_classes, size=len(label))
         decoder = context.module["decoder"]
-        epochs = self.decoder_epochs if round_index == 1 else self.decoder_refit_epochs
-        self._train_decoder(decoder, z, real, epochs, context.device)
+        if not self.decoder_pretrain:  # a pre-trained decoder stays as it is
+            epochs = self.decoder_epochs if round_index == 1 else self.decoder_refit_epochs
+            self._train_decoder(decoder, z, real, epochs, context.device)
         return {
             "inputs": self._decode(decoder, z_new, context.device),
             "classes": np.concatenate(classes),
@@ -687,6 +800,37 @@ class ICED(BaseLearner):
             "label": label,
             "labels": np.zeros(len(origin), dtype=np.int64),
         }
+
+    def _pretrain_autoencoder(self, context: EpochContext) -> None:
+        """Train ``G`` and ``Q`` together to reconstruct the training inputs (mean
+        squared error, ``decoder_epochs`` epochs, Adam with ``decoder_lr``)."""
+        classifier, decoder = context.module["classifier"], context.module["decoder"]
+        real = torch.as_tensor(self._real_inputs(context), device=context.device)
+        head = output_layer(classifier)
+        captured: list[torch.Tensor] = []
+        handle = head.register_forward_hook(lambda _m, args, _o: captured.append(args[0]))
+        # G's parameters: every classifier parameter but the output layer's
+        in_head = {id(parameter) for parameter in head.parameters()}
+        parameters = [p for p in classifier.parameters() if id(p) not in in_head]
+        optimizer = torch.optim.Adam([*parameters, *decoder.parameters()], lr=self.decoder_lr)
+        classifier.train()
+        decoder.train()
+        try:
+            for _ in range(self.decoder_epochs):
+                order = torch.as_tensor(self._rng.permutation(len(real)), device=context.device)
+                for start in range(0, len(real), self.batch_size):
+                    rows = order[start : start + self.batch_size]
+                    captured.clear()
+                    classifier(real[rows])
+                    loss = F.mse_loss(decoder(captured[0].flatten(1)), real[rows])
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    optimizer.step()
+        finally:
+            handle.remove()
+        optimizer.zero_grad(set_to_none=True)  # leave no gradient for the trainer's step
+        decoder.eval()
+        self._pretrained = True
 
     def _train_decoder(
         self,
@@ -742,6 +886,16 @@ class ICED(BaseLearner):
             raise ValueError(
                 f"interpolation must be one of {INTERPOLATIONS}, got {self.interpolation!r}"
             )
+        if self.synthetic_labels not in SYNTHETIC_LABELS:
+            raise ValueError(
+                f"synthetic_labels must be one of {SYNTHETIC_LABELS}, got "
+                f"{self.synthetic_labels!r}"
+            )
+        for name in ("decoder_pretrain", "hard_em"):
+            if not isinstance(getattr(self, name), bool | np.bool_):
+                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if self.warmup_steps is not None:
+            _check_int("warmup_steps", self.warmup_steps, 1)
         _check_int("warmup_epochs", self.warmup_epochs, 0)
         _check_int("epochs_per_round", self.epochs_per_round, 1)
         _check_int("k", self.k, 1)
@@ -764,6 +918,12 @@ class ICED(BaseLearner):
             raise ValueError(
                 f"aggregator must be an aggregation estimator, got {type(self.aggregator)}"
             )
+        if self.hard_em and self.aggregator is not None:
+            if "hard" not in self.aggregator.get_params():
+                raise ValueError(
+                    f"hard_em=True needs an aggregator with a 'hard' parameter; "
+                    f"{type(self.aggregator).__name__} has none"
+                )
 
     def _check_schedule(self) -> None:
         if self.n_rounds is None:
