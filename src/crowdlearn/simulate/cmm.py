@@ -126,7 +126,7 @@ def cmm_gaussians(
     return_info : bool
         Also return a :class:`SimulationInfo` (``confusions`` per annotator: its
         group's matrix; ``params["draws"]``: how many draws of the perturbations the
-        recipe made).
+        recipe made; ``params["group_confusions"]``: the (M, K, K) matrices).
     recipe : {"stress", "diag-dominant"}
         How the groups' confusion matrices are drawn (see above).
     pooled_margin : float in [0, 1]
@@ -191,6 +191,7 @@ def cmm_gaussians(
         "recipe": recipe,
         "pooled_margin": pooled_margin,
         "draws": draws,
+        "group_confusions": group_matrices.tolist(),
         "seed": seed,
     }
     return simulated(
