@@ -1,8 +1,7 @@
-"""The learning benchmarks (labelme, music, cmm-scaling): quick runs and their logic."""
+"""The learning benchmarks (labelme, music): quick runs and their logic (cmm-scaling:
+test_cmm_scaling.py)."""
 
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pandas as pd
@@ -20,14 +19,6 @@ from crowdlearn.bench._learning import (
     methods_by_spec,
     results_table,
     run_methods,
-)
-from crowdlearn.bench.cmm_scaling import (
-    QUICK_ANNOTATORS,
-    child_main,
-    crowd_parameters,
-    holdout_parameters,
-    measure_in_child,
-    scaling_table,
 )
 from crowdlearn.bench.learning_labelme import (
     CROWD_TARGET,
@@ -181,94 +172,6 @@ def test_results_table_shows_mean_std_reference_and_status():
     assert table.loc["MV+NN", "reference accuracy"] == "0.800"
     assert table.loc["CoNAL", "test accuracy"] == "not registered"
     assert table.loc["CoNAL", "runs"] == 0
-
-
-# ---------------------------------------------------------------------- cmm-scaling
-
-
-def test_cmm_scaling_quick_run(tmp_path):
-    report = run("cmm-scaling", tmp_path, quick=True, seeds=1)
-    text = report.read_text()
-    assert "| quantity | T=100 | T=500 |" in text
-    assert "DL-EM: fit seconds (median)" in text and "CMM (global): peak MiB (median)" in text
-    for key in ("cost", "accuracy"):
-        assert (tmp_path / f"cmm-scaling-{key}.png").stat().st_size > 0
-    raw = pd.read_csv(tmp_path / "cmm-scaling.csv")
-    # Ideal once per seed, five methods per T
-    assert len(raw) == 1 + 5 * len(QUICK_ANNOTATORS)
-    assert raw.loc[raw["spec"] == "supervised", "n_annotators"].isna().all()
-    measured = raw[raw["process"] == "child"]
-    assert set(measured["spec"]) == {"dl-em", "cmm[setting=global]"}
-    for method in methods_by_spec(["mv+nn", "dl-em", "cmm[setting=global]"]):
-        runs = raw[raw["spec"] == method.spec]
-        if not method.registered():
-            assert (runs["status"] == "not registered").all()
-            continue
-        assert (runs["status"] == "ok").all(), runs[["status", "error"]]
-        assert runs["accuracy"].between(0, 1).all()
-    ok = measured[measured["status"] == "ok"]
-    assert (ok["fit_seconds"] > 0).all() and (ok["peak_fit_bytes"] >= 0).all()
-    assert raw.loc[raw["spec"] == "mv+nn", "paper_accuracy"].tolist() == [0.7957, 0.8249]
-
-
-def test_child_measures_one_fit_in_a_fresh_process():
-    method = methods_by_spec(["mv+nn"])[0]
-    report = measure_in_child(
-        method,
-        Recipe(max_epochs=2),
-        seed=0,
-        crowd=crowd_parameters(20, 30, seed=0),
-        test=holdout_parameters(30, seed=0),
-        timeout=120,
-    )
-    assert report["status"] == "ok", report
-    assert report["fit_seconds"] > 0 and report["peak_fit_bytes"] >= 0
-    assert 0 <= report["accuracy"] <= 1 and report["epochs_run"] == 2
-
-
-def test_child_reports_a_failure_as_json(capsys):
-    request = {
-        "method": {"label": "x", "spec": "no-such-learner"},
-        "recipe": {"max_epochs": 1},
-        "seed": 0,
-        "crowd": crowd_parameters(10, 10, seed=0),
-        "test": holdout_parameters(10, seed=0),
-        "threads": 1,
-    }
-    assert child_main(json.dumps(request)) == 1
-    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert report["status"] == "error" and "no-such-learner" in report["error"]
-
-
-def test_scaling_table_pairs_ours_with_the_paper():
-    rows = [
-        {
-            "spec": spec,
-            "n_annotators": t,
-            "seed": seed,
-            "status": "ok",
-            "accuracy": acc,
-            "labels_per_annotator": 15000 / t,
-            "fit_seconds": 2.0,
-            "peak_fit_bytes": 2**21,
-        }
-        for spec in ("naivesoft+nn", "mv+nn", "ds+nn", "dl-em", "cmm[setting=global]")
-        for t in (100, 500)
-        for seed, acc in ((0, 0.9), (1, 0.8))
-    ]
-    rows.append(
-        {"spec": "supervised", "n_annotators": np.nan, "seed": 0, "status": "ok", "accuracy": 0.95}
-    )
-    table = scaling_table(pd.DataFrame(rows), (100, 500)).set_index("quantity")
-    assert (
-        table.loc["CMM (global): test accuracy, ours (paper)", "T=500"] == "0.850 ± 0.050 (0.911)"
-    )
-    assert (
-        table.loc["Ideal (gold labels): test accuracy, ours (paper)", "T=100"] == "0.950 (0.948)"
-    )
-    assert table.loc["Ideal (gold labels): test accuracy, ours (paper)", "T=500"] == ""
-    assert table.loc["DL-EM: peak MiB (median)", "T=100"] == "2"
-    assert table.loc["labels per annotator (mean)", "T=500"] == "30.0"
 
 
 @pytest.mark.parametrize("spec", [m.spec for m in METHODS])

@@ -319,3 +319,80 @@ def _normalised_entropy(matrix: np.ndarray) -> float:
     """Mean row entropy over log K: 1 for uniform rows, 0 for one-hot rows."""
     rows = np.clip(matrix, 1e-12, 1.0)
     return float(-(rows * np.log(rows)).sum(axis=1).mean() / np.log(matrix.shape[1]))
+
+
+# ---------------------------------------------------------------------- eq. 7's weighting
+# Three tasks, K = 2, with T_i = 1, 2, 3 annotations (mean 2).
+def test_labels_weighted_loss_by_hand():
+    targets = torch.tensor([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]], dtype=torch.float64)
+    # softmax rows: (1/2, 1/2), (3/4, 1/4), (1/5, 4/5)
+    logits = torch.log(torch.tensor([[1.0, 1.0], [3.0, 1.0], [1.0, 4.0]], dtype=torch.float64))
+    n_labels = torch.tensor([1, 2, 3])
+    entropies = [
+        np.log(2.0),
+        -0.5 * np.log(0.75) - 0.5 * np.log(0.25),
+        -np.log(0.8),
+    ]
+    # eq. 7 over the three tasks, divided by (3 tasks x mean T_i 2)
+    expected = (1 * entropies[0] + 2 * entropies[1] + 3 * entropies[2]) / 6.0
+    loss = cmm.labels_weighted_cross_entropy(targets, logits, n_labels, 2.0)
+    assert float(loss) == pytest.approx(expected, rel=1e-12)
+    # the same as J = sum_{i,k} -r_bar_ik log f_k(x_i) with r_bar = T_i p_bar_i
+    r_bar = n_labels[:, None] * targets
+    j = -(r_bar * torch.log_softmax(logits, dim=1)).sum()
+    assert float(loss) == pytest.approx(float(j) / 6.0, rel=1e-12)
+    # the uniform weighting would be the plain mean, which differs here
+    assert np.mean(entropies) != pytest.approx(expected, rel=1e-3)
+
+
+def _three_task_crowd():
+    # T_i = 1, 2, 3 labels for tasks 0, 1, 2
+    return CrowdData.from_arrays(
+        task=[0, 1, 1, 2, 2, 2],
+        worker=[0, 0, 1, 0, 1, 2],
+        label=[0, 1, 1, 1, 0, 1],
+        features=np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]], dtype=np.float32),
+        classes=[0, 1],
+    )
+
+
+def test_learner_loss_weights_each_task_by_its_number_of_labels():
+    from crowdlearn.learning._batches import TaskBatch
+
+    data = _three_task_crowd()
+    model = CrowdMixture(
+        n_groups=1, setting="global", task_weights="labels", max_epochs=2, batch_size=3
+    )
+    model.fit(data.anonymous(), None)
+    assert model._mean_labels == pytest.approx(2.0)
+    batch = TaskBatch(
+        tasks=np.array([0, 1, 2]),
+        x=torch.tensor(np.asarray(data.features)),
+        position=torch.tensor([0, 1, 1, 2, 2, 2]),
+        worker=None,
+        label=torch.tensor([0, 1, 1, 1, 0, 1]),
+    )
+    logits = torch.tensor([[0.3, -0.1], [0.0, 0.5], [1.0, 0.2]])
+    targets = torch.as_tensor(model.targets_)
+    entropy = -(targets * torch.log_softmax(logits, dim=1)).sum(dim=1)
+    expected = (1 * entropy[0] + 2 * entropy[1] + 3 * entropy[2]) / (3 * 2.0)
+    assert float(model._loss(batch, logits, None)) == pytest.approx(float(expected), rel=1e-6)
+    uniform = model.set_params(task_weights="uniform")
+    assert float(uniform._loss(batch, logits, None)) == pytest.approx(
+        float(entropy.mean()), rel=1e-6
+    )
+
+
+def test_labels_weighting_changes_nothing_when_every_task_has_as_many_labels():
+    crowd = cmm_gaussians(n_per_class=40, n_annotators=6, mean_labels=3.0, seed=4)
+    # keep the tasks with exactly 3 labels
+    crowd = crowd.select_tasks(crowd.feedback_effort == 3)
+    fits = [
+        CrowdMixture(setting="global", task_weights=w, max_epochs=3, random_state=0).fit(
+            crowd, None
+        )
+        for w in ("uniform", "labels")
+    ]
+    np.testing.assert_allclose(fits[0].targets_, fits[1].targets_, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="task_weights"):
+        CrowdMixture(task_weights="tasks", max_epochs=2).fit(crowd, None)

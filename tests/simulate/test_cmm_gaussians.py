@@ -128,3 +128,104 @@ def test_bayes_accuracy_explains_the_default_sigma(sigma, bayes_accuracy):
     distances = ((data.features[:, None, :] - centers[None]) ** 2).sum(axis=2)
     accuracy = np.mean(distances.argmin(axis=1) == data.truth)
     assert accuracy == pytest.approx(bayes_accuracy, abs=0.01)
+
+
+# ---------------------------------------------------------------------- the diag-dominant recipe
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from crowdlearn.simulate.cmm import (  # noqa: E402
+    POOLED_MARGIN,
+    diagonal_margins,
+    is_diag_dominant,
+    pooled_confusion,
+)
+
+
+def _group_matrices(info):
+    return np.asarray(info.params["group_confusions"])
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_diag_dominant_recipe_keeps_its_rule(seed):
+    _, info = cmm_gaussians(
+        n_per_class=60, n_annotators=30, recipe="diag-dominant", seed=seed, return_info=True
+    )
+    matrices = _group_matrices(info)
+    # (a) every expert and inexpert row names its own class most often
+    for group in (0, 1):
+        assert (np.argmax(matrices[group], axis=1) == np.arange(3)).all()
+        assert (diagonal_margins(matrices[group]) > 0).all()
+    # (b) the pooled confusion, weighted by p(g), by the stated margin
+    pooled = pooled_confusion(matrices, (0.25, 0.55, 0.20))
+    np.testing.assert_allclose(pooled.sum(axis=1), 1.0)
+    for k in range(3):
+        others = np.delete(pooled[k], k)
+        assert pooled[k, k] >= others.max() + POOLED_MARGIN
+    assert info.params["draws"] >= 1 and info.params["recipe"] == "diag-dominant"
+    # every annotator answers from her group's matrix
+    group_index = {name: m for m, name in enumerate(info.params["group_names"])}
+    for worker in range(30):
+        expected = matrices[group_index[info.worker_group[worker]]]
+        np.testing.assert_array_equal(info.confusions[worker], expected)
+
+
+def test_confusion_matrices_differ_across_seeds():
+    for recipe in ("diag-dominant", "stress"):
+        drawn = [
+            _group_matrices(
+                cmm_gaussians(
+                    n_per_class=60, n_annotators=30, recipe=recipe, seed=seed, return_info=True
+                )[1]
+            )
+            for seed in range(5)
+        ]
+        for i in range(len(drawn)):
+            for j in range(i + 1, len(drawn)):
+                # experts and inexperts are redrawn with the seed, so no two runs share them
+                assert not np.allclose(drawn[i][:2], drawn[j][:2])
+
+
+def test_stress_recipe_is_the_default_and_can_break_the_rule():
+    default = cmm_gaussians(n_per_class=60, n_annotators=30, seed=3, return_info=True)[1]
+    stress = cmm_gaussians(
+        n_per_class=60, n_annotators=30, seed=3, recipe="stress", return_info=True
+    )[1]
+    np.testing.assert_array_equal(_group_matrices(default), _group_matrices(stress))
+    assert default.params["draws"] == 1
+    broken = 0
+    for seed in range(20):
+        info = cmm_gaussians(n_per_class=60, n_annotators=30, seed=seed, return_info=True)[1]
+        levels = info.params["noise_levels"]
+        broken += not is_diag_dominant(_group_matrices(info), (0.25, 0.55, 0.20), levels)
+    assert broken > 0  # why the diag-dominant recipe exists
+
+
+def test_is_diag_dominant_by_hand():
+    expert = np.array([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]])
+    # row 2 names class 1 more often than class 2: rule (a) fails
+    inexpert = np.array([[0.5, 0.3, 0.2], [0.2, 0.6, 0.2], [0.1, 0.5, 0.4]])
+    spam = np.full((3, 3), 1 / 3)
+    matrices = np.stack([expert, inexpert, spam])
+    levels = (0.2, 1.0, None)
+    assert not is_diag_dominant(matrices, (0.25, 0.55, 0.20), levels, 0.0)
+    np.testing.assert_allclose(diagonal_margins(inexpert), [0.2, 0.4, -0.1])
+    # pooled row 2: 0.25 (0.1, 0.1, 0.8) + 0.55 (0.1, 0.5, 0.4) + 0.2 / 3 (1, 1, 1)
+    pooled = pooled_confusion(matrices, (0.25, 0.55, 0.20))
+    np.testing.assert_allclose(
+        pooled[2], [0.025 + 0.055 + 0.2 / 3, 0.025 + 0.275 + 0.2 / 3, 0.2 + 0.22 + 0.2 / 3]
+    )
+    fixed = matrices.copy()
+    fixed[1, 2] = [0.1, 0.3, 0.6]
+    assert is_diag_dominant(fixed, (0.25, 0.55, 0.20), levels, 0.1)
+    # pooled row 0 margin: 0.25 (0.7) + 0.55 (0.2) = 0.285
+    assert is_diag_dominant(fixed, (0.25, 0.55, 0.20), levels, 0.28)
+    assert not is_diag_dominant(fixed, (0.25, 0.55, 0.20), levels, 0.29)
+
+
+def test_diag_dominant_recipe_gives_up_on_an_impossible_margin():
+    with pytest.raises(ValueError, match="no draw"):
+        cmm_gaussians(n_per_class=10, n_annotators=5, recipe="diag-dominant", pooled_margin=1.0)
+    with pytest.raises(ValueError, match="recipe"):
+        cmm_gaussians(n_per_class=10, n_annotators=5, recipe="paper")

@@ -19,10 +19,14 @@ Each trainer epoch is one EM iteration (see :class:`~crowdlearn.learning._em.EML
 * M-step of the crowd parameters (:func:`m_step`, eq. 6): ``alpha`` and ``beta`` from
   the posteriors ``q_ij(m, k)`` of the previous E-step;
 * M-step of the classifier: one epoch of soft cross-entropy on the consensus
-  ``p_bar`` (:func:`consensus`, eq. 7; the paper trains one epoch per M-step). The
-  loss is the mean over tasks of ``H(p_bar_i, f(x_i))``, the right-hand side of
-  eq. 7; its left-hand side weights task ``i`` by its number of annotations ``T_i``
-  (equal when every task has as many);
+  ``p_bar`` (:func:`consensus`, eq. 7; the paper trains one epoch per M-step). Eq. 7
+  is ``J = sum_{i,k} -r_bar_ik log f_k(x_i)`` with ``sum_k r_bar_ik = T_i``, the
+  number of annotations of task ``i``, so it weights task ``i``'s cross-entropy
+  ``H(p_bar_i, f(x_i))`` by ``T_i``. ``task_weights="labels"`` trains on exactly
+  that (:func:`labels_weighted_cross_entropy`, divided by a constant so its scale
+  is that of a mean); the default ``"uniform"`` takes the mean over tasks of
+  ``H(p_bar_i, f(x_i))``, the right-hand side of eq. 7's proportionality, which is
+  the same objective when every task has as many annotations;
 * E-step (:func:`e_step`, the E-step of section 3.3, which makes the bound of eq. 5
   tight): ``q_ij(m, k)`` proportional to ``beta^(m)[k, j] f_k(x_i) alpha_m``, in log
   space; it returns the log-likelihood of eq. 4 (without its multinomial constant).
@@ -73,6 +77,7 @@ from crowdlearn.learning._trainer import EpochContext
 
 Setting = Literal["global", "individual"]
 Init = Literal["kmeans", "random"]
+TaskWeights = Literal["uniform", "labels"]
 
 #: Clip of the one-hot label inside the log of the Global initialisation's points.
 ONE_HOT_CLIP = 1e-7
@@ -206,6 +211,36 @@ def consensus(q: np.ndarray, cells: Cells, n_tasks: int) -> np.ndarray:
     totals = r_bar.sum(axis=1, keepdims=True)
     uniform = np.full_like(r_bar, 1.0 / n_classes)
     return np.divide(r_bar, totals, out=uniform, where=totals > 0)
+
+
+def labels_weighted_cross_entropy(
+    targets: Any, logits: Any, n_labels: Any, mean_labels: float
+) -> Any:
+    """Eq. 7's loss on a batch: ``sum_i T_i H(p_bar_i, f(x_i)) / (B * mean_labels)``.
+
+    Over an epoch this is eq. 7's ``J(theta)`` divided by a constant (the number of
+    training tasks times their mean ``T_i``), so the learning rate keeps the scale of
+    an unweighted mean.
+
+    Parameters
+    ----------
+    targets : Tensor (B, K)
+        ``p_bar_i``, the normalised consensus of each task of the batch.
+    logits : Tensor (B, K)
+        The network's logits.
+    n_labels : Tensor (B,)
+        ``T_i``, the number of annotations of each task.
+    mean_labels : float > 0
+        Mean ``T_i`` over the training tasks.
+
+    Returns
+    -------
+    Tensor (scalar)
+    """
+    import torch
+
+    entropy = -(targets * torch.log_softmax(logits, dim=1)).sum(dim=1)
+    return (n_labels.to(entropy.dtype) * entropy).sum() / (len(entropy) * mean_labels)
 
 
 # ---------------------------------------------------------------------- group assignment
@@ -430,6 +465,12 @@ class CrowdMixture(EMLearner):
     pre_train_epochs : int, default 0
         The first ``pre_train_epochs`` of the ``max_epochs`` epochs train the network on
         the soft majority vote; the remaining ones are EM iterations.
+    task_weights : {"uniform", "labels"}, default "uniform"
+        Weight of a task in the network's loss: ``"labels"`` weights it by its
+        number of annotations ``T_i``, as eq. 7 does
+        (:func:`labels_weighted_cross_entropy`); ``"uniform"`` weights every task
+        alike (the mean cross-entropy; the same when every ``T_i`` is equal). Both
+        apply to the pre-training epochs too.
     smoothing : float, default 0.0
         Dirichlet pseudo-count added to the confusion counts in the M-step.
     tol : float, default 1e-4
@@ -484,6 +525,7 @@ class CrowdMixture(EMLearner):
         setting: Setting = "individual",
         init: Init = "kmeans",
         pre_train_epochs: int = 0,
+        task_weights: TaskWeights = "uniform",
         smoothing: float = 0.0,
         tol: float = 1e-4,
         n_restarts: int = 1,
@@ -493,6 +535,7 @@ class CrowdMixture(EMLearner):
         self.setting = setting
         self.init = init
         self.pre_train_epochs = pre_train_epochs
+        self.task_weights = task_weights
         self.smoothing = smoothing
         self.tol = tol
         self.n_restarts = n_restarts
@@ -512,6 +555,18 @@ class CrowdMixture(EMLearner):
         self._posteriors: np.ndarray | None = None
         super()._fit(data, valid)
         self._posteriors = None  # (P, M, K): only needed during training
+
+    def _loss(self, batch: Any, logits: Any, noise: Any) -> Any:
+        """Soft cross-entropy on ``targets_``; with ``task_weights="labels"``, each
+        task weighted by its number of annotations (eq. 7)."""
+        if self.task_weights == "uniform":
+            return super()._loss(batch, logits, noise)
+        import torch
+
+        targets = torch.as_tensor(self.targets_[batch.tasks], device=logits.device)
+        # a batch holds every annotation of its tasks, so these counts are the T_i
+        n_labels = torch.bincount(batch.position, minlength=len(batch.tasks))
+        return labels_weighted_cross_entropy(targets, logits, n_labels, self._mean_labels)
 
     def _crowd_log_likelihood(self, batch: Any, logits: Any, noise: Any) -> Any:
         """Per task, the sum over its annotations of ``log p(y | x)`` of eq. 1-3, with the
@@ -566,7 +621,9 @@ class CrowdMixture(EMLearner):
 
     def _m_step(self, context: EpochContext) -> None:
         """Group weights and confusions (eq. 6) from the last posteriors; nothing
-        during pre-training."""
+        during pre-training (but the mean ``T_i`` of the loss is set every epoch)."""
+        effort = context.data.feedback_effort
+        self._mean_labels = float(effort.sum() / max(np.count_nonzero(effort), 1))
         if context.epoch < self.pre_train_epochs:
             return
         cells = Cells.from_data(context.data)
@@ -647,6 +704,10 @@ class CrowdMixture(EMLearner):
             raise ValueError(f"setting must be 'global' or 'individual', got {self.setting!r}")
         if self.init not in ("kmeans", "random"):
             raise ValueError(f"init must be 'kmeans' or 'random', got {self.init!r}")
+        if self.task_weights not in ("uniform", "labels"):
+            raise ValueError(
+                f"task_weights must be 'uniform' or 'labels', got {self.task_weights!r}"
+            )
         if self.smoothing < 0:
             raise ValueError(f"smoothing must be non-negative, got {self.smoothing}")
         if not 0 <= self.pre_train_epochs < self.max_epochs:
