@@ -16,6 +16,7 @@ from crowdlearn.bench.cmm_scaling import (
     BASELINES,
     CMM,
     IDEAL,
+    NEAR_TIE_RECIPE,
     PAPER_RECIPE,
     QUICK_ANNOTATORS,
     RAW_COLUMNS,
@@ -86,10 +87,14 @@ def test_plan_counts():
 
 @given(
     a=st.tuples(
-        st.sampled_from([PAPER_RECIPE, STRESS_RECIPE]), st.integers(0, 99), st.integers(0, 9)
+        st.sampled_from([PAPER_RECIPE, STRESS_RECIPE, NEAR_TIE_RECIPE]),
+        st.integers(0, 99),
+        st.integers(0, 9),
     ),
     b=st.tuples(
-        st.sampled_from([PAPER_RECIPE, STRESS_RECIPE]), st.integers(0, 99), st.integers(0, 9)
+        st.sampled_from([PAPER_RECIPE, STRESS_RECIPE, NEAR_TIE_RECIPE]),
+        st.integers(0, 99),
+        st.integers(0, 9),
     ),
 )
 def test_run_seeds_never_collide(a, b):
@@ -176,3 +181,15 @@ def test_ideal_and_baselines_are_the_papers_methods():
     assert [m.spec for m in BASELINES] == ["naivesoft+nn", "mv+nn", "ds+nn", "dl-em"]
     assert IDEAL.spec == "supervised" and not IDEAL.crowd
     assert CMM.anonymous and "task_weights=labels" in CMM.spec
+
+
+def test_near_tie_quick_bench_runs_only_near_tie_crowds(tmp_path):
+    report = run("cmm-near-tie", tmp_path, quick=True, seeds=1)
+    text = report.read_text()
+    assert text.index("| claim (paper Table 2, Setup 1) |") < text.index("**near-tie crowds")
+    assert "near-tie table, CMM row" in text and "stress" not in text.split("**near-tie")[0]
+    raw = pd.read_csv(tmp_path / "cmm-near-tie.csv")
+    assert set(raw["recipe"]) == {NEAR_TIE_RECIPE}
+    # the recipe's band, seen from the bench's own measurement of each crowd
+    assert raw["pooled_margin"].between(0.0, 0.1, inclusive="left").all()
+    assert set(raw["spec"]) == {CMM.spec, IDEAL.spec, *(m.spec for m in BASELINES)}

@@ -229,3 +229,20 @@ def test_diag_dominant_recipe_gives_up_on_an_impossible_margin():
         cmm_gaussians(n_per_class=10, n_annotators=5, recipe="diag-dominant", pooled_margin=1.0)
     with pytest.raises(ValueError, match="recipe"):
         cmm_gaussians(n_per_class=10, n_annotators=5, recipe="paper")
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_near_tie_recipe_keeps_the_pooled_margin_in_its_band(seed):
+    _, info = cmm_gaussians(
+        n_per_class=60, n_annotators=30, recipe="near-tie", seed=seed, return_info=True
+    )
+    pooled = pooled_confusion(_group_matrices(info), (0.25, 0.55, 0.20))
+    margins = [pooled[k, k] - np.delete(pooled[k], k).max() for k in range(3)]
+    assert 0.0 <= min(margins) < POOLED_MARGIN
+    assert info.params["recipe"] == "near-tie" and info.params["draws"] >= 1
+
+
+def test_near_tie_recipe_gives_up_on_an_empty_band():
+    with pytest.raises(ValueError, match="near-tie"):
+        cmm_gaussians(n_per_class=30, n_annotators=10, recipe="near-tie", pooled_margin=0.0)
