@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from crowdlearn.learning.crowding import (
     VARIANTS,
@@ -14,6 +16,7 @@ from crowdlearn.learning.crowding import (
     lca_matrix,
     normalised_entropy,
     select_generated,
+    share_split,
 )
 from crowdlearn.simulate import crowd_on_features
 
@@ -238,3 +241,146 @@ def test_same_seed_same_model(crowd):
     a = CrowdInG(max_epochs=2, gan_epochs=2, updates_per_epoch=1).fit(data)
     b = CrowdInG(max_epochs=2, gan_epochs=2, updates_per_epoch=1).fit(data)
     assert np.allclose(a.predict_proba(X), b.predict_proba(X))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 60),
+    k=st.integers(2, 6),
+    share=st.floats(0.0, 1.0),
+    seed=st.integers(0, 10_000),
+    ties=st.booleans(),
+)
+def test_share_split_hits_the_requested_share(n, k, share, seed, ties):
+    """The t-from-share rule: exactly round(share * n) tasks update the classifier,
+    they are the most uncertain ones, and the threshold it returns separates them."""
+    rng = np.random.default_rng(seed)
+    proba = rng.dirichlet(np.ones(k), size=n)
+    if ties:  # many identical rows: the share must still be met exactly
+        proba[: n // 2] = proba[0]
+    low, t = share_split(proba, share)
+    high = ~low
+    assert high.sum() == round(share * n)
+    h = normalised_entropy(proba)
+    if high.any() and low.any():
+        assert h[high].min() >= h[low].max()
+        assert t == pytest.approx(h[high].min())
+        # every classifier task is at or above t
+        assert (h[high] >= t).all()
+    if not high.any():
+        assert t == 1.0
+
+
+def test_share_split_rejects_a_share_outside_0_1():
+    with pytest.raises(ValueError, match="crm_share"):
+        share_split(np.full((3, 2), 0.5), 1.5)
+
+
+def test_history_records_the_share_below_t(crowd):
+    """share_low = n_low / n_tasks, n_low + n_classifier = n_tasks, and the split is
+    that of entropy_split at t on the classifier of the epoch's start."""
+    data, _X, _y = crowd
+    model = CrowdInG(max_epochs=2, gan_epochs=3, updates_per_epoch=1, t=0.5).fit(data, valid=None)
+    gan = model.history_.iloc[1:]
+    assert (gan["n_low"] + gan["n_classifier"] == data.n_tasks).all()
+    assert np.allclose(gan["share_low"], gan["n_low"] / data.n_tasks)
+    assert (gan["t_used"] == 0.5).all()
+    assert model.history_.loc[0, ["n_low", "share_low"]].isna().all()
+    # the extremes: all tasks below t=1.0, none below t=0
+    one = CrowdInG(max_epochs=2, gan_epochs=1, updates_per_epoch=1, t=1.0).fit(data, valid=None)
+    assert one.history_["share_low"].iloc[1] == 1.0
+    zero = CrowdInG(max_epochs=2, gan_epochs=1, updates_per_epoch=1, t=0.0).fit(data, valid=None)
+    assert zero.history_["share_low"].iloc[1] == 0.0
+
+
+def test_crm_share_sets_the_classifier_share_every_epoch(crowd):
+    data, _X, _y = crowd
+    model = CrowdInG(max_epochs=2, gan_epochs=3, updates_per_epoch=1, crm_share=0.25).fit(
+        data, valid=None
+    )
+    gan = model.history_.iloc[1:]
+    assert (gan["n_classifier"] == round(0.25 * data.n_tasks)).all()
+    assert np.allclose(gan["share_low"], 1 - round(0.25 * data.n_tasks) / data.n_tasks)
+    assert gan["t_used"].between(0, 1).all()
+    with pytest.raises(ValueError, match="crm_share"):
+        CrowdInG(max_epochs=1, gan_epochs=1, crm_share=0.0).fit(data, valid=None)
+
+
+def test_select_from_gan_never_keeps_epoch_0(crowd):
+    """On this toy, at the paper's largest rate, validation accuracy falls after the
+    pre-training: the default keeps epoch 0 (DL-CL), select_from_gan the best of 1..3."""
+    data, X, y = crowd
+    params = dict(max_epochs=3, gan_epochs=3, updates_per_epoch=1, gan_lr=3e-4)
+    default = CrowdInG(**params).fit(data, (X, y))
+    accuracy = default.history_["valid_accuracy"]
+    assert accuracy.iloc[0] > accuracy.iloc[1:].max()  # the case the option is for
+    assert default.best_epoch_ == 0
+    chosen = CrowdInG(**params, select_from_gan=True).fit(data, (X, y))
+    # same seed, same training: only the choice differs
+    assert np.allclose(chosen.history_["valid_accuracy"], accuracy)
+    assert chosen.best_epoch_ >= 1
+    assert accuracy.iloc[chosen.best_epoch_] == accuracy.iloc[1:].max()
+    with pytest.raises(ValueError, match="select_from_gan"):
+        CrowdInG(max_epochs=1, gan_epochs=0, select_from_gan=True).fit(data, (X, y))
+
+
+@settings(max_examples=5, deadline=None)
+@given(seed=st.integers(0, 1000))
+def test_select_from_gan_kept_epoch_is_a_gan_epoch(crowd, seed):
+    data, X, y = crowd
+    model = CrowdInG(max_epochs=1, gan_epochs=2, updates_per_epoch=1, gan_pretrain_epochs=1,
+                     select_from_gan=True, random_state=seed).fit(data, (X, y))  # fmt: skip
+    assert model.best_epoch_ in (1, 2)
+    accuracy = model.history_["valid_accuracy"]
+    assert accuracy.iloc[model.best_epoch_] == accuracy.iloc[1:].max()
+
+
+def test_batch_norm_classifier_builds_and_trains(crowd):
+    data, X, y = crowd
+    model = CrowdInG(max_epochs=2, gan_epochs=2, updates_per_epoch=2, gan_pretrain_epochs=1,
+                     batch_norm=True, gan_lr=3e-4, crm_share=0.3).fit(data, (X, y))  # fmt: skip
+    norms = [
+        m for m in model.module_["classifier"].modules() if isinstance(m, torch.nn.BatchNorm1d)
+    ]
+    assert len(norms) == 1
+    # the CrowdInG stage moved the batch-norm statistics and weights
+    assert int(norms[0].num_batches_tracked) > 0
+    assert np.isfinite(model.history_.loc[1:, ["c_loss", "g_loss"]].to_numpy(float)).all()
+    proba = model.predict_proba(X)
+    assert np.allclose(proba.sum(axis=1), 1)
+    plain = CrowdInG(max_epochs=1, gan_epochs=1, updates_per_epoch=1).fit(data, valid=None)
+    assert not any(
+        isinstance(m, torch.nn.BatchNorm1d) for m in plain.module_["classifier"].modules()
+    )
+
+
+def test_batch_norm_survives_a_classifier_batch_of_one_task(crowd):
+    """65 classifier tasks in batches of 64 leave one task over: it is merged, not fed
+    alone to batch norm (which cannot train on one row)."""
+    data, _X, _y = crowd
+    share = 65 / data.n_tasks
+    model = CrowdInG(max_epochs=1, gan_epochs=1, updates_per_epoch=1, gan_pretrain_epochs=1,
+                     batch_norm=True, crm_share=share, batch_size=64)  # fmt: skip
+    model.fit(data, valid=None)
+    assert model.history_["n_classifier"].iloc[1] == 65
+    assert np.isfinite(model.history_["c_loss"].iloc[1])
+    from crowdlearn.learning.crowding import _chunks
+
+    chunks = _chunks(np.arange(65), 64, min_last=2)
+    assert [len(c) for c in chunks] == [65]
+    assert [len(c) for c in _chunks(np.arange(65), 64)] == [64, 1]
+
+
+def test_shuffled_signal_changes_only_the_classifier_update(crowd):
+    """The control permutes log(1 - D) across a batch's pairs in eq. 6: with every
+    task updating the generator (t=1: no classifier update) it is a no-op; with
+    classifier updates it changes the classifier."""
+    data, X, _y = crowd
+    params = dict(max_epochs=2, gan_epochs=2, updates_per_epoch=1, gan_lr=3e-4)
+    a = CrowdInG(**params, t=1.0).fit(data, valid=None)
+    b = CrowdInG(**params, t=1.0, shuffle_signal=True).fit(data, valid=None)
+    assert np.allclose(a.predict_proba(X), b.predict_proba(X))
+    c = CrowdInG(**params, crm_share=1.0).fit(data, valid=None)
+    d = CrowdInG(**params, crm_share=1.0, shuffle_signal=True).fit(data, valid=None)
+    assert not np.allclose(c.predict_proba(X), d.predict_proba(X))
+    assert np.isfinite(d.history_["c_loss"].iloc[1:]).all()

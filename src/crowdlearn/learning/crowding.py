@@ -52,7 +52,21 @@ Choices the paper leaves open (each a parameter):
   cross-entropy); generated ones the same with target 0; Q is trained on the selected
   generated annotations with the classifier's soft output as target;
 * the classifier kept is that of the epoch (0 = after pre-training) with the best
-  validation accuracy when ``valid`` is given, else the last one.
+  validation accuracy when ``valid`` is given, else the last one;
+  ``select_from_gan=True`` leaves epoch 0 (the pre-trained Crowd Layer, DL-CL) out of
+  that choice, so that the kept classifier is always one the CrowdInG stage trained;
+* ``t`` fixes the threshold; ``crm_share`` instead fixes the share of tasks whose
+  classifier entropy is highest and which update the classifier (eq. 6) each epoch
+  (:func:`share_split`): at the default ``t`` on LabelMe nearly every task falls below
+  ``t`` after the Crowd Layer pre-training, so eq. 6 sees a few dozen tasks;
+* the paper uses batch normalisation "in each layer" of the classifier: the shared
+  training parameter ``batch_norm=True`` gives the MLP backbone a batch-norm layer
+  after each hidden layer, for the Crowd Layer pre-training and the CrowdInG stage
+  alike (off by default, as in every other learner here);
+* ``shuffle_signal=True`` is a diagnostic control, not part of the method: the
+  classifier's update (eq. 6) uses the discriminator's losses ``log(1 - D(y))``
+  permuted at random across the pairs of each batch, the same values and hence the
+  same step sizes, with the link between an annotation and its plausibility cut.
 
 Variants of the paper's Table 2 are options: ``info_loss=False`` (CrowdG),
 ``instance_features=False`` (CrowdInGU), ``annotator_features=False`` (CrowdInGI),
@@ -185,6 +199,47 @@ def entropy_split(proba: np.ndarray, t: float) -> np.ndarray:
     ``t`` (they update the generator), False for the others (they update the
     classifier)."""
     return normalised_entropy(proba) < t
+
+
+def share_split(proba: np.ndarray, share: float) -> tuple[np.ndarray, float]:
+    """The two-step split with the classifier's share fixed instead of ``t``.
+
+    The ``round(share * n)`` tasks with the highest normalised classifier entropy update
+    the classifier (False), the others the generator (True); ties are broken by task
+    order, so the share is met exactly whatever the entropies.
+
+    Parameters
+    ----------
+    proba : ndarray (n, K)
+        The classifier's probabilities.
+    share : float in [0, 1]
+        Share of the tasks that update the classifier.
+
+    Returns
+    -------
+    low : ndarray of bool (n,)
+        True for the tasks that update the generator.
+    t : float
+        The threshold this split amounts to: the smallest normalised entropy among the
+        classifier's tasks (1.0 when there are none).
+
+    Examples
+    --------
+    >>> low, t = share_split(np.array([[0.9, 0.1], [0.5, 0.5], [0.6, 0.4]]), 1 / 3)
+    >>> low.tolist(), round(t, 3)
+    ([True, False, True], 1.0)
+    """
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"crm_share must be in [0, 1], got {share}")
+    entropy = normalised_entropy(proba)
+    n = len(entropy)
+    n_high = round(share * n)
+    # stable sort of -entropy: the highest entropies first, ties in task order
+    order = np.argsort(-entropy, kind="stable")
+    low = np.ones(n, dtype=bool)
+    low[order[:n_high]] = False
+    t = float(entropy[order[n_high - 1]]) if n_high > 0 else 1.0
+    return low, t
 
 
 def select_generated(
@@ -367,6 +422,17 @@ class CrowdInG(BaseLearner):
         scored within 2 of its 500 images (BENCHMARKS.md).
     t : float, default 0.4
         Normalised-entropy threshold of the two-step update (tasks below update G).
+    crm_share : float in (0, 1] or None, default None
+        When set, replaces ``t``: each epoch the threshold is placed so that this share
+        of the tasks (those with the most uncertain classifier) update the classifier
+        by eq. 6 and the rest the generator (:func:`share_split`).
+    select_from_gan : bool, default False
+        With validation data, choose the kept classifier among the CrowdInG epochs
+        1..``gan_epochs`` only, leaving out epoch 0 (the pre-trained Crowd Layer, so
+        that the result is never DL-CL itself); False: epoch 0 competes too.
+    shuffle_signal : bool, default False
+        Diagnostic control (not the method): the classifier's CRM update uses the
+        discriminator's losses permuted across the pairs of each batch (module doc).
     mu : "mean" or float, default "mean"
         Lagrange multiplier of eq. 5-6 (see the module doc).
     gan_epochs : int, default 40
@@ -411,6 +477,8 @@ class CrowdInG(BaseLearner):
         checkpointed. ``progress`` shows a bar over the stages (Crowd Layer
         pre-training, generator and discriminator pre-training, the CrowdInG epochs
         counted in updates, the DL-CL+InG retraining) with each stage's bar nested.
+        ``batch_norm=True`` puts batch normalisation in the MLP classifier (the paper's
+        "in each layer"), in the pre-training and the CrowdInG stage.
 
     Attributes
     ----------
@@ -419,7 +487,11 @@ class CrowdInG(BaseLearner):
         ``c_loss``, ``info_loss`` (mean ``log P_Q(z_hat | x, e, y)`` on the generated
         annotations, the first term of eq. 3), ``n_low`` (tasks updating G), ``mu``,
         ``valid_accuracy`` (with validation data), ``train_loss`` (= ``c_loss``),
-        ``seconds``.
+        ``seconds``; ``n_classifier`` (tasks updating the classifier), ``share_low``
+        (``n_low`` over the tasks: the share below the threshold) and ``t_used`` (the
+        threshold of the epoch: ``t``, or the one ``crm_share`` gives). With a
+        batch-norm classifier, a batch of one task cannot update it and is merged into
+        the previous batch (or skipped when it is the only one).
     pretrain_history_ : DataFrame
         The Crowd Layer pre-training's history.
     lca_ : ndarray (K, K)
@@ -451,6 +523,9 @@ class CrowdInG(BaseLearner):
         selection: Literal["entropy", "random"] = "entropy",
         final: Literal["crowding", "crowdlayer"] = "crowding",
         expand: Literal["selected", "all"] = "selected",
+        crm_share: float | None = None,
+        select_from_gan: bool = False,
+        shuffle_signal: bool = False,
         **training: Any,
     ) -> None:
         self.lam = lam
@@ -472,6 +547,9 @@ class CrowdInG(BaseLearner):
         self.selection = selection
         self.final = final
         self.expand = expand
+        self.crm_share = crm_share
+        self.select_from_gan = select_from_gan
+        self.shuffle_signal = shuffle_signal
         super().__init__(**training)
 
     # ------------------------------------------------------------------ modules
@@ -578,12 +656,14 @@ class CrowdInG(BaseLearner):
                 row.update(self._epoch(module, state, opt_g, opt_d, opt_c, rng, bar))
             else:
                 row.update(d_loss=np.nan, g_loss=np.nan, c_loss=np.nan, info_loss=np.nan)
-                row.update(n_low=np.nan, mu=np.nan)
+                row.update(n_low=np.nan, n_classifier=np.nan, share_low=np.nan)
+                row.update(t_used=np.nan, mu=np.nan)
             row["train_loss"] = row["c_loss"]
             if valid is not None:
                 row.update(valid.evaluate(self, module, device))
                 score = valid.score(row, self)
-                if best is None or score > best[0]:
+                eligible = epoch > 0 or not self.select_from_gan
+                if eligible and (best is None or score > best[0]):
                     best = (score, epoch, _copy_state(module["classifier"]))
             row["seconds"] = time.perf_counter() - start
             rows.append(row)
@@ -696,6 +776,10 @@ class CrowdInG(BaseLearner):
             raise ValueError(f"mu must be 'mean' or a number, got {self.mu!r}")
         if not 0.0 <= self.t <= 1.0:
             raise ValueError(f"t must be in [0, 1], got {self.t}")
+        if self.crm_share is not None and not 0.0 < self.crm_share <= 1.0:
+            raise ValueError(f"crm_share must be None or in (0, 1], got {self.crm_share}")
+        if self.select_from_gan and self.gan_epochs < 1:
+            raise ValueError("select_from_gan needs gan_epochs >= 1 (epoch 0 is left out)")
 
     def _training(self, **override: Any) -> dict[str, Any]:
         params = {name: getattr(self, name) for name in TRAINING_PARAMS}
@@ -859,12 +943,19 @@ class CrowdInG(BaseLearner):
         generator.requires_grad_(False)
         classifier.train()
         total, batches = 0.0, 0
+        # batch norm cannot train on one task: merge a last batch of one, or skip
+        norm = any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in classifier.modules())
+        chunks = _chunks(rng.permutation(tasks), self.batch_size, min_last=2 if norm else 1)
         try:
-            for chunk in _chunks(rng.permutation(tasks), self.batch_size):
+            for chunk in chunks:
+                if norm and len(chunk) < 2:
+                    continue
                 pairs = _pairs_of(chunk, r, device)
                 xs = state.x[torch.as_tensor(chunk, device=device)]
                 local = torch.arange(len(chunk), device=device).repeat_interleave(r)
                 lg, _ = self._deltas(module, state, logged, pairs, xs, local)
+                if self.shuffle_signal:
+                    lg = lg[torch.as_tensor(rng.permutation(len(lg)), device=device)]
                 worker = pairs % r
                 zhat = torch.softmax(classifier(state.inputs_x[chunk]).float(), dim=1)[local]
                 logits = generator(xs, worker, logged.eps[pairs], zhat, task=local)
@@ -955,7 +1046,11 @@ class CrowdInG(BaseLearner):
         bar: Any = None,
     ) -> dict[str, float]:
         logged = self._log(module, state, rng)  # G_0: the generator of the last epoch
-        low = entropy_split(logged.zhat.cpu().numpy(), self.t)
+        proba = logged.zhat.cpu().numpy()
+        if self.crm_share is None:
+            low, t_used = entropy_split(proba, self.t), float(self.t)
+        else:
+            low, t_used = share_split(proba, self.crm_share)
         low_tasks, high_tasks = np.flatnonzero(low), np.flatnonzero(~low)
         d_losses, infos, g_losses, c_losses, mus = [], [], [], [], []
         for _ in range(self.updates_per_epoch):
@@ -976,6 +1071,9 @@ class CrowdInG(BaseLearner):
             "c_loss": float(np.mean(c_losses)),
             "info_loss": float(np.mean(infos)),
             "n_low": len(low_tasks),
+            "n_classifier": len(high_tasks),
+            "share_low": len(low_tasks) / max(len(low), 1),
+            "t_used": t_used,
             "mu": float(np.nanmean(mus)) if np.isfinite(mus).any() else np.nan,
         }
 
@@ -1018,8 +1116,13 @@ class _Logged:
         self.entropy = entropy
 
 
-def _chunks(values: np.ndarray, size: int) -> list[np.ndarray]:
-    return [values[s : s + size] for s in range(0, len(values), size)]
+def _chunks(values: np.ndarray, size: int, min_last: int = 1) -> list[np.ndarray]:
+    """``values`` in consecutive chunks of ``size``; a last chunk shorter than
+    ``min_last`` joins the previous one (when there is one)."""
+    chunks = [values[s : s + size] for s in range(0, len(values), size)]
+    if len(chunks) > 1 and len(chunks[-1]) < min_last:
+        chunks[-2:] = [np.concatenate(chunks[-2:])]
+    return chunks
 
 
 def _pairs_of(tasks: np.ndarray, n_workers: int, device: torch.device) -> torch.Tensor:
