@@ -262,3 +262,62 @@ def test_nested_bars_do_not_stay_on_screen_and_the_nesting_unwinds(depth):
 def test_format_postfix_keeps_numbers_short_and_drops_missing_values():
     values = {"loss": 0.123456789, "epoch": "2/5", "valid": float("nan"), "none": None, "n": 7}
     assert format_postfix(values) == {"loss": "0.1235", "epoch": "2/5", "n": "7"}
+
+
+@pytest.mark.parametrize("shown", [True, False])
+def test_a_latched_interrupt_stops_every_later_step_of_a_bar(shown, monkeypatch, capsys):
+    """A KeyboardInterrupt dropped inside a finaliser still stops the loop: the CLI's
+    handler sets a flag that the bars' iteration and update turn into one."""
+    monkeypatch.setattr(_progress, "_interrupted", False)
+    bar = progress_bar(range(10), progress=shown, desc="t")
+    seen = []
+    with pytest.raises(KeyboardInterrupt):
+        for step in bar:
+            seen.append(step)
+            if step == 2:
+                monkeypatch.setattr(_progress, "_interrupted", True)
+    assert seen == [0, 1, 2]
+    other = progress_bar(total=5, progress=shown)
+    with pytest.raises(KeyboardInterrupt):
+        other.update()
+    monkeypatch.setattr(_progress, "_interrupted", False)
+    other.update()
+    bar.close()
+    other.close()
+
+
+def test_latch_interrupts_sets_the_flag_and_raises(monkeypatch):
+    import signal
+
+    monkeypatch.setattr(_progress, "_interrupted", False)
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        _progress.latch_interrupts()
+        handler = signal.getsignal(signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt):
+            handler(signal.SIGINT, None)
+        assert _progress._interrupted is True
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        monkeypatch.setattr(_progress, "_interrupted", False)
+
+
+def test_a_bar_interrupted_while_it_draws_itself_stays_counted(monkeypatch, capsys):
+    """Its half-drawn line is unfinished, so the CLI must start its error on a new line."""
+    from tqdm.auto import tqdm
+
+    monkeypatch.setattr(_progress, "_open_bars", 0)
+
+    def broken_init(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tqdm, "__init__", broken_init)
+    with pytest.raises(KeyboardInterrupt):
+        progress_bar(range(3), progress=True)
+    assert _progress.open_bars() == 1
+    monkeypatch.undo()
+    monkeypatch.setattr(_progress, "_open_bars", 0)
+    bar = progress_bar(range(3), progress=True)
+    assert _progress.open_bars() == 1
+    bar.close()
+    assert _progress.open_bars() == 0

@@ -156,7 +156,10 @@ def progress_bar(
 
     global _open_bars
     nested = _open_bars > 0
-    bar = _counted(tqdm)(
+    # counted before it is built: a bar interrupted while it draws itself still leaves
+    # a half-drawn line, which the CLI's error message must not be glued to
+    _open_bars += 1
+    return _counted(tqdm)(
         iterable,
         desc=desc,
         total=total,
@@ -166,8 +169,38 @@ def progress_bar(
         dynamic_ncols=True,
         **options,
     )
-    _open_bars += 1
-    return bar
+
+
+def open_bars() -> int:
+    """How many bars were started and not closed (half-drawn ones included)."""
+    return _open_bars
+
+
+#: Set by the CLI's Ctrl-C handler (:func:`latch_interrupts`).
+_interrupted = False
+
+
+def latch_interrupts() -> None:
+    """Make Ctrl-C stick: the SIGINT handler raises KeyboardInterrupt as Python's
+    default does, and also sets a flag that every later progress update turns into a
+    KeyboardInterrupt. A KeyboardInterrupt raised while the interpreter runs a finaliser
+    (``__del__``, a weakref callback, garbage collection) is printed and dropped, so
+    without the flag a long loop could go on after Ctrl-C. Only the CLI installs it; a
+    Python session keeps its own handler."""
+    import signal
+
+    def interrupted(signum: int, frame: Any) -> None:
+        global _interrupted
+        _interrupted = True
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupted)
+
+
+def check_interrupted() -> None:
+    """Raise KeyboardInterrupt when Ctrl-C was pressed under :func:`latch_interrupts`."""
+    if _interrupted:
+        raise KeyboardInterrupt
 
 
 def format_postfix(values: dict[str, Any]) -> dict[str, str]:
@@ -194,7 +227,13 @@ def _counted(base: type) -> type:
     if base not in _COUNTED:
 
         class Counted(base):  # type: ignore[misc, valid-type]
-            _counted_open = True
+            _counted_open = False
+
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                # only a bar built to the end is uncounted when it closes: one
+                # interrupted while it drew itself leaves its line unfinished
+                self._counted_open = True
 
             def close(self) -> None:
                 global _open_bars
@@ -202,6 +241,16 @@ def _counted(base: type) -> type:
                     self._counted_open = False
                     _open_bars = max(_open_bars - 1, 0)
                 super().close()
+
+            def update(self, n: float = 1) -> Any:
+                check_interrupted()
+                return super().update(n)
+
+            def __iter__(self) -> Iterator[Any]:
+                # tqdm's own iteration does not go through update()
+                for item in super().__iter__():
+                    check_interrupted()
+                    yield item
 
         Counted.__name__ = Counted.__qualname__ = base.__name__
         _COUNTED[base] = Counted
@@ -220,6 +269,7 @@ class _SilentBar:
         if self.iterable is None:
             raise TypeError("this bar wraps no iterable")
         for item in self.iterable:
+            check_interrupted()
             yield item
             self.n += 1
 
@@ -230,6 +280,7 @@ class _SilentBar:
         self.close()
 
     def update(self, n: float = 1) -> None:
+        check_interrupted()
         self.n += n
 
     def set_postfix(self, *args: Any, **kwargs: Any) -> None:

@@ -33,8 +33,10 @@ def main() -> None:
     Ctrl-C is caught around everything (the command imports above included), so it
     always ends with one line and exit 130.
     """
+    from crowdlearn._progress import latch_interrupts
     from crowdlearn.cli._app import debugging, fail
 
+    latch_interrupts()
     try:
         cli(prog_name="crowdlearn")
     except KeyboardInterrupt as error:

@@ -136,13 +136,17 @@ def _close_progress_bars() -> None:
     tqdm_module = sys.modules.get("tqdm")  # only if a command used one: never import it
     if tqdm_module is None:
         return
+    from crowdlearn._progress import open_bars
+
     broken = False
     for bar in list(getattr(tqdm_module.tqdm, "_instances", ())):
         try:
             bar.close()
         except Exception:  # a bar interrupted while it was being built cannot close
             broken = True
-    if broken:
+    # a bar interrupted while it drew itself may be gone from tqdm's (weak) list, but
+    # not from our count: its line is still unfinished
+    if broken or open_bars() > 0:
         click.echo("", err=True)
 
 
