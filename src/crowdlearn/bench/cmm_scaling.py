@@ -400,6 +400,15 @@ def scaling_table(raw: pd.DataFrame, annotators: tuple[int, ...], recipe: str) -
     return pd.DataFrame(rows)
 
 
+def failed_lines(raw: pd.DataFrame) -> list[str]:
+    """One note per fit that did not finish, with its error."""
+    failed = raw[raw["status"] != "ok"]
+    return [
+        f"failed: {row.recipe} {row.method} T={row.n_annotators} seed {row.seed}: {row.error}"
+        for row in failed.itertuples()
+    ]
+
+
 def per_run_lines(raw: pd.DataFrame, annotators: tuple[int, ...], recipe: str) -> list[str]:
     """One compact line per T: every run's hard-MV accuracy and CMM test accuracy."""
     lines = []
@@ -709,11 +718,7 @@ def bench_cmm_scaling(out: Path, quick: bool, seeds: int) -> BenchResult:
         *per_run_lines(raw, annotators, PAPER_RECIPE),
         *per_run_lines(raw, annotators, STRESS_RECIPE),
     ]
-    failed = raw[raw["status"] != "ok"]
-    notes += [
-        f"failed: {row.recipe} {row.method} T={row.n_annotators} seed {row.seed}: {row.error}"
-        for row in failed.itertuples()
-    ]
+    notes += failed_lines(raw)
     return BenchResult(
         raw=raw,
         table=verdict_table(raw, annotators),
@@ -772,11 +777,7 @@ def bench_cmm_near_tie(out: Path, quick: bool, seeds: int) -> BenchResult:
         f"wall time of the whole benchmark: {wall:.1f} s",
         *per_run_lines(raw, annotators, NEAR_TIE_RECIPE),
     ]
-    failed = raw[raw["status"] != "ok"]
-    notes += [
-        f"failed: {row.recipe} {row.method} T={row.n_annotators} seed {row.seed}: {row.error}"
-        for row in failed.itertuples()
-    ]
+    notes += failed_lines(raw)
     return BenchResult(
         raw=raw,
         table=verdict_table(raw, annotators, NEAR_TIE_RECIPE),

@@ -14,7 +14,7 @@ crowd is diagonally dominant (see :func:`cmm_gaussians` and :func:`is_diag_domin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -179,12 +179,26 @@ def cmm_gaussians(
     if recipe == "stress":
         group_matrices, draws = _group_confusions(features, truth, n_classes, levels, rng), 1
     elif recipe == "near-tie":
-        group_matrices, draws = _near_tie_confusions(
-            features, truth, n_classes, proportions, levels, pooled_margin, rng
+        group_matrices, draws = _redrawn_confusions(
+            features,
+            truth,
+            n_classes,
+            levels,
+            rng,
+            lambda m: _is_near_tie(m, proportions, pooled_margin),
+            f"a near-tie crowd (pooled margin in [0, {pooled_margin})); raise the "
+            "inexperts' noise level or the margin",
         )
     else:
-        group_matrices, draws = _dominant_confusions(
-            features, truth, n_classes, levels, proportions, pooled_margin, rng
+        group_matrices, draws = _redrawn_confusions(
+            features,
+            truth,
+            n_classes,
+            levels,
+            rng,
+            lambda m: is_diag_dominant(m, proportions, levels, pooled_margin),
+            f"a diagonally dominant crowd (pooled margin {pooled_margin}); lower the "
+            "noise levels or the margin",
         )
 
     group_of = rng.choice(len(proportions), size=n_annotators, p=proportions)
@@ -336,50 +350,31 @@ def is_diag_dominant(
     return rows_ok and bool((pooled >= pooled_margin).all())
 
 
-def _dominant_confusions(
+def _redrawn_confusions(
     features: np.ndarray,
     truth: np.ndarray,
     n_classes: int,
     levels: Sequence[float | None],
-    proportions: np.ndarray,
-    pooled_margin: float,
     rng: np.random.Generator,
+    accept: Callable[[np.ndarray], bool],
+    wanted: str,
 ) -> tuple[np.ndarray, int]:
-    """The ``"diag-dominant"`` recipe: redraw every group's perturbation until
-    :func:`is_diag_dominant` holds; returns the matrices and the number of draws."""
+    """The redrawing recipes: draw every group's perturbation again until ``accept``
+    holds for the (M, K, K) matrices; returns them and the number of draws, or raises
+    ValueError (naming the ``wanted`` crowd) after :data:`MAX_DRAWS`."""
     model = _ground_truth_model(features, truth)
     for draw in range(1, MAX_DRAWS + 1):
         matrices = _perturbed_confusions(model, features, truth, n_classes, levels, rng)
-        if is_diag_dominant(matrices, proportions, levels, pooled_margin):
+        if accept(matrices):
             return matrices, draw
-    raise ValueError(
-        f"no draw of {MAX_DRAWS} gave a diagonally dominant crowd (pooled margin "
-        f"{pooled_margin}); lower the noise levels or the margin"
-    )
+    raise ValueError(f"no draw of {MAX_DRAWS} gave {wanted}")
 
 
-def _near_tie_confusions(
-    features: np.ndarray,
-    truth: np.ndarray,
-    n_classes: int,
-    proportions: np.ndarray,
-    levels: Sequence[float | None],
-    pooled_margin: float,
-    rng: np.random.Generator,
-) -> tuple[np.ndarray, int]:
-    """The ``"near-tie"`` recipe: redraw every group's perturbation until the pooled
-    confusion is diagonally dominant by less than ``pooled_margin`` (its smallest row
-    margin in ``[0, pooled_margin)``); returns the matrices and the number of draws."""
-    model = _ground_truth_model(features, truth)
-    for draw in range(1, MAX_DRAWS + 1):
-        matrices = _perturbed_confusions(model, features, truth, n_classes, levels, rng)
-        margin = diagonal_margins(pooled_confusion(matrices, proportions)).min()
-        if 0.0 <= margin < pooled_margin:
-            return matrices, draw
-    raise ValueError(
-        f"no draw of {MAX_DRAWS} gave a near-tie crowd (pooled margin in [0, "
-        f"{pooled_margin})); raise the inexperts' noise level or the margin"
-    )
+def _is_near_tie(matrices: np.ndarray, proportions: Sequence[float], margin: float) -> bool:
+    """The ``"near-tie"`` rule: the pooled confusion's smallest row margin is in
+    ``[0, margin)``."""
+    smallest = diagonal_margins(pooled_confusion(matrices, proportions)).min()
+    return bool(0.0 <= smallest < margin)
 
 
 def _check_levels(levels: Sequence[float | None], n_groups: int) -> list[float | None]:
