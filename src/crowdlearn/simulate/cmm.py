@@ -178,27 +178,21 @@ def cmm_gaussians(
     )
     if recipe == "stress":
         group_matrices, draws = _group_confusions(features, truth, n_classes, levels, rng), 1
-    elif recipe == "near-tie":
-        group_matrices, draws = _redrawn_confusions(
-            features,
-            truth,
-            n_classes,
-            levels,
-            rng,
-            lambda m: _is_near_tie(m, proportions, pooled_margin),
-            f"a near-tie crowd (pooled margin in [0, {pooled_margin})); raise the "
-            "inexperts' noise level or the margin",
-        )
     else:
+        if recipe == "near-tie":
+            accept = lambda m: _is_near_tie(m, proportions, pooled_margin)  # noqa: E731
+            wanted = (
+                f"a near-tie crowd (pooled margin in [0, {pooled_margin})); raise the "
+                "inexperts' noise level or the margin"
+            )
+        else:
+            accept = lambda m: is_diag_dominant(m, proportions, levels, pooled_margin)  # noqa: E731
+            wanted = (
+                f"a diagonally dominant crowd (pooled margin {pooled_margin}); lower the "
+                "noise levels or the margin"
+            )
         group_matrices, draws = _redrawn_confusions(
-            features,
-            truth,
-            n_classes,
-            levels,
-            rng,
-            lambda m: is_diag_dominant(m, proportions, levels, pooled_margin),
-            f"a diagonally dominant crowd (pooled margin {pooled_margin}); lower the "
-            "noise levels or the margin",
+            features, truth, n_classes, levels, rng, accept, wanted
         )
 
     group_of = rng.choice(len(proportions), size=n_annotators, p=proportions)
