@@ -384,3 +384,39 @@ def test_shuffled_signal_changes_only_the_classifier_update(crowd):
     d = CrowdInG(**params, crm_share=1.0, shuffle_signal=True).fit(data, valid=None)
     assert not np.allclose(c.predict_proba(X), d.predict_proba(X))
     assert np.isfinite(d.history_["c_loss"].iloc[1:]).all()
+
+
+@pytest.mark.parametrize("lca", [True, False])
+def test_scores_and_q_share_one_encoding_and_equal_the_two_calls(lca):
+    from crowdlearn.learning.crowding import Discriminator
+
+    torch.manual_seed(0)
+    n, d, r, k = 12, 5, 4, 3
+    disc = Discriminator(d, r, k, 4, 8, lca)
+    x = torch.randn(3, d)
+    task = torch.randint(0, 3, (n,))
+    worker = torch.randint(0, r, (n,))
+    label = torch.randint(0, k, (n,))
+    rows = torch.arange(n) % 2 == 0
+    scores, q = disc.scores_and_q(x, worker, label, rows=rows, task=task)
+    torch.testing.assert_close(scores, disc.scores(x, worker, task))
+    torch.testing.assert_close(q, disc.q_logits(x[task[rows]], worker[rows], label[rows]))
+    only, none = disc.scores_and_q(x, worker, task=task)
+    assert none is None
+    torch.testing.assert_close(only, scores)
+    # the gradient of a loss on both reaches the encoders once per use, as two calls do
+    (scores.sum() + q.sum()).backward()
+    shared = disc.encode_x.weight.grad.clone()
+    disc.zero_grad()
+    (
+        disc.scores(x, worker, task).sum()
+        + disc.q_logits(x[task[rows]], worker[rows], label[rows]).sum()
+    ).backward()
+    torch.testing.assert_close(shared, disc.encode_x.weight.grad)
+
+
+def test_default_gan_epochs_is_ten_and_the_paper_bench_keeps_forty():
+    from crowdlearn.bench.crowding_bench import PAPER_GAN
+
+    assert CrowdInG().gan_epochs == 10
+    assert PAPER_GAN["gan_epochs"] == 40

@@ -263,7 +263,9 @@ def _check_settings(learner: BaseLearner) -> None:
 
 
 def _optimizer(learner: BaseLearner, module: nn.Module) -> torch.optim.Optimizer:
-    options = {"lr": learner.lr, "weight_decay": learner.weight_decay}
+    # foreach: the multi-tensor update, the default on CUDA only; on CPU it is the same
+    # arithmetic with fewer operator calls (about 14% of a small MLP's training step)
+    options = {"lr": learner.lr, "weight_decay": learner.weight_decay, "foreach": True}
     if learner.optimizer == "adam":
         return torch.optim.Adam(module.parameters(), **options)
     if learner.optimizer == "adamw":
