@@ -205,3 +205,27 @@ def test_run_methods_in_two_processes_equals_one(monkeypatch):
     monkeypatch.setenv("CROWDLEARN_BENCH_JOBS", "0")
     with pytest.raises(ValueError, match="at least 1"):
         bench_jobs()
+
+
+def test_run_grid_gives_each_dataset_the_rows_of_run_methods_whatever_the_schedule():
+    """One pool over every dataset, long fits first: the same rows per dataset, in the
+    same order, as one :func:`run_methods` per dataset."""
+    from crowdlearn.bench._learning import run_grid
+    from crowdlearn.simulate import crowd_on_features
+
+    rng = np.random.default_rng(0)
+    grid = {}
+    for name, seed in (("a", 1), ("b", 2)):
+        X = rng.normal(size=(90, 4)).astype(np.float32)
+        y = (X[:, 0] > 0).astype(int)
+        train = crowd_on_features(X, y, n_workers=5, labels_per_task=2, seed=seed)
+        grid[name] = Splits(train, None, (X[:30], y[:30]))
+    methods = methods_by_spec(["mv+nn", "crowdlayer[variant=MW]"])
+    recipe = Recipe(max_epochs=2)
+    out = run_grid(grid, methods, recipe, 2, first=["crowdlayer[variant=MW]"])
+    columns = ["dataset", "method", "seed", "random_state", "status", "accuracy", "ece"]
+    assert list(out) == ["a", "b"]
+    for name, splits in grid.items():
+        alone = run_methods(name, methods, recipe, 2, splits)
+        pd.testing.assert_frame_equal(out[name][columns], alone[columns])
+    assert not out["a"]["accuracy"].equals(out["b"]["accuracy"])  # datasets not mixed up

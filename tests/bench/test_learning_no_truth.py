@@ -11,6 +11,7 @@ from crowdlearn.bench._registry import protocol_name
 from crowdlearn.bench.aggregation_speed import Verdict
 from crowdlearn.bench.learning_no_truth import (
     REAL_LEARNING_SKIP,
+    budget_verdict,
     decided,
     end_to_end_verdicts,
     labelme_gap_verdicts,
@@ -150,3 +151,11 @@ def test_board_quick_run_has_methods_by_datasets(tmp_path, shared_datasets, monk
     assert "digits-sim" in header and "music" in header and "published Music" in header
     assert "**macro-F1, ECE and fit seconds**" in text
     assert "**undetermined** (--quick" in text
+
+
+def test_budget_verdict_is_the_wall_time_against_an_hour_and_needs_ten_seeds():
+    assert budget_verdict(24, 4, 3599.0).met is True
+    late = budget_verdict(24, 4, 3601.0)
+    assert late.met is False and "60.0 min" in late.detail
+    assert "24 methods x 4 datasets x 10 seeds" in late.target
+    assert decided([budget_verdict(24, 4, 10.0)], False, 2)[0].met is None
