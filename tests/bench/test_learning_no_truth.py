@@ -11,6 +11,7 @@ from crowdlearn.bench._registry import protocol_name
 from crowdlearn.bench.aggregation_speed import Verdict
 from crowdlearn.bench.learning_no_truth import (
     REAL_LEARNING_SKIP,
+    board_published,
     budget_verdict,
     decided,
     end_to_end_verdicts,
@@ -159,3 +160,10 @@ def test_budget_verdict_is_the_wall_time_against_an_hour_and_needs_ten_seeds():
     assert late.met is False and "60.0 min" in late.detail
     assert "24 methods x 4 datasets x 10 seeds" in late.target
     assert decided([budget_verdict(24, 4, 10.0)], False, 2)[0].met is None
+
+
+def test_board_quotes_the_published_crowd_layer_for_the_default_variant():
+    from crowdlearn.learning import make_learner
+
+    assert make_learner("crowdlayer").variant == "MW"
+    assert board_published()["crowdlayer"] == board_published()["crowdlayer[variant=MW]"]
