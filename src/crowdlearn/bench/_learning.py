@@ -326,25 +326,7 @@ def run_methods(
     Torch runs with :func:`bench_threads` threads during the fits; ``jobs > 1`` runs
     that many fits at once (:func:`map_jobs`).
     """
-    pairs = [(seed, method) for seed in range(seeds) for method in methods]
-    outcomes = map_jobs(
-        evaluate_method,
-        [(method, recipe, seed, splits) for seed, method in pairs],
-        jobs,
-        desc=dataset,
-    )
-    rows = [
-        {
-            "dataset": dataset,
-            "method": method.label,
-            "spec": method.spec,
-            "seed": seed,
-            "random_state": recipe.params(method, seed)["random_state"],
-            **outcome,
-        }
-        for (seed, method), outcome in zip(pairs, outcomes, strict=True)
-    ]
-    return pd.DataFrame(rows, columns=RAW_COLUMNS)
+    return run_grid({dataset: splits}, methods, recipe, seeds, jobs, desc=dataset)[dataset]
 
 
 def run_grid(
