@@ -201,6 +201,26 @@ def test_learn_crowding(simulated):
     assert history[0].startswith("epoch,d_loss,g_loss,c_loss,info_loss") and len(history) == 4
 
 
+@pytest.mark.parametrize(
+    ("spec", "name"),
+    [
+        ("annot-mix", "AnnotMix"),
+        ("geocrowdnet-f", "GeoCrowdNet"),
+        ("geocrowdnet-w", "GeoCrowdNet"),
+        ("trace-reg", "TraceReg"),
+        ("max-mig", "MaxMIG"),
+        ("union-net", "UnionNet"),
+        ("madl", "MaDL"),
+        ("doctornet-w", "DoctorNetWeighted"),
+    ],
+)
+def test_learn_runs_each_2019_2024_learner(simulated, spec, name):
+    """Issue 17: every new learner is trained by ``crowdlearn learn DATA -s NAME``."""
+    summary, history = _learn_and_summary(simulated, spec, "--epochs", 2, "--valid", "none")
+    assert summary["method"] == name
+    assert history[0].startswith("epoch,") and len(history) == 3
+
+
 def test_learn_shows_the_epoch_bar_on_a_terminal_unless_quiet(simulated, monkeypatch):
     from crowdlearn import _progress
 

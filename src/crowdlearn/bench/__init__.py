@@ -12,6 +12,7 @@ from crowdlearn.bench import (  # noqa: F401
     aggregation_defaults,
     aggregation_speed,
     cmm_scaling,
+    confusion_recovery,
     crowd_selection,
     crowding_bench,
     iced_bench,
