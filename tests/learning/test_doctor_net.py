@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from crowd_toys import noisy_crowd
 
 from crowdlearn.data import CrowdData
 from crowdlearn.learning import BaseLearner
@@ -77,3 +78,16 @@ def test_dl_cl_self_completes_every_pair(crowd):
     pairs = model.pseudo_["task"] * data.n_workers + model.pseudo_["worker"]
     observed = set((data.task.astype(np.int64) * data.n_workers + data.worker).tolist())
     assert not observed & set(pairs.tolist())
+
+
+def test_crowd_validation_over_several_held_out_chunks_and_the_likelihood_temperature():
+    """The held-out share (82 tasks) is scored in chunks of 4 x batch_size = 16 with a
+    last chunk of 2: Doctor Net's heads read the trunk's output of the latest forward
+    pass, so each chunk's likelihood must follow its own pass (this raised an
+    IndexError), and a temperature on the vote cannot change the heads' likelihood:
+    ``calibrate="likelihood"`` falls back to the agreement."""
+    crowd, X_test, _ = noisy_crowd(0, n_train=410)
+    model = DoctorNet(max_epochs=2, batch_size=4, calibrate="likelihood", random_state=0)
+    model.fit(crowd, valid="crowd")
+    assert model.temperatures_["likelihood"] == model.temperatures_["agreement"]
+    np.testing.assert_allclose(model.predict_proba(X_test).sum(axis=1), 1.0, atol=1e-5)

@@ -348,6 +348,10 @@ class BaseLearner(BaseEstimator):
     #: Whether ``refit`` can retrain this learner for its selected number of epochs
     #: (False for learners with rounds or stages, whose epochs do not add up).
     _refit_supported: ClassVar[bool] = True
+    #: Whether ``_crowd_log_likelihood`` depends on the ``logits`` it is given; when
+    #: False (Doctor Net: its annotator heads read the trunk, not the vote), a
+    #: temperature cannot change it and ``calibrate="likelihood"`` uses the agreement.
+    _likelihood_reads_logits: ClassVar[bool] = True
 
     def _refit(self, data: CrowdData) -> None:
         """Train again on every task for the selected number of epochs."""

@@ -217,7 +217,8 @@ class CrowdValidation:
         softmax(z_i / T)_k L_ik``, where ``L_ik`` uses the confusion matrices Dawid-Skene
         estimated on every annotation. ``"likelihood"``: the learner's own noise model
         (``_crowd_log_likelihood`` of the logits divided by ``T``); learners without
-        one (two-stage networks, DL-EM) use the agreement.
+        one (two-stage networks, DL-EM), or whose own likelihood does not read the
+        logits (Doctor Net), use the agreement.
         """
         from scipy.optimize import minimize_scalar
 
@@ -246,35 +247,40 @@ class CrowdValidation:
         as a function of ``log T``, or None when the learner has no noise model."""
         from crowdlearn.learning._batches import TaskBatcher
 
+        if not learner._likelihood_reads_logits:
+            return None
         module = learner.module_
         noise = module["noise"] if "noise" in module else None
         device = next(module["classifier"].parameters()).device
         batcher = TaskBatcher(
             self.held, self.inputs, np.arange(self.held.n_tasks), 4 * learner.batch_size, device
         )
-        was_training = module.training
-        module.eval()
-        batches = []
-        with torch.no_grad():
-            for start in range(0, self.held.n_tasks, batcher.batch_size):
-                tasks = np.arange(start, min(start + batcher.batch_size, self.held.n_tasks))
-                batch = batcher.batch(tasks)
-                logits = module["classifier"](batch.x)
-                if learner._crowd_log_likelihood(batch, logits, noise) is None:
-                    module.train(was_training)
-                    return None
-                batches.append((batch, logits))
+        batches = [
+            batcher.batch(np.arange(start, min(start + batcher.batch_size, self.held.n_tasks)))
+            for start in range(0, self.held.n_tasks, batcher.batch_size)
+        ]
 
-        def loss(log_t: float) -> float:
+        def loss(log_t: float | None) -> float | None:
+            # each batch's likelihood right after its own forward pass: a learner may
+            # read state that pass leaves on its modules
             total = 0.0
-            with torch.no_grad():
-                for batch, logits in batches:
-                    scaled = logits / float(np.exp(log_t))
-                    total += float(learner._crowd_log_likelihood(batch, scaled, noise).sum())
+            was_training = module.training
+            module.eval()
+            try:
+                with torch.no_grad():
+                    for batch in batches:
+                        logits = module["classifier"](batch.x)
+                        if log_t is not None:
+                            logits = logits / float(np.exp(log_t))
+                        mine = learner._crowd_log_likelihood(batch, logits, noise)
+                        if mine is None:
+                            return None
+                        total += float(mine.sum())
+            finally:
+                module.train(was_training)
             return -total
 
-        module.train(was_training)
-        return loss
+        return None if loss(None) is None else loss
 
 
 # ---------------------------------------------------------------------- building

@@ -134,6 +134,9 @@ class DoctorNet(BaseLearner):
         self.vote = vote
         super().__init__(**training)
 
+    #: the heads' likelihood reads the trunk's output, not the vote's logits
+    _likelihood_reads_logits = False
+
     def _build_module(
         self, item_shape: tuple[int, ...], n_classes: int, n_workers: int
     ) -> nn.ModuleDict:
