@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from crowdlearn.data import CrowdData, TaskInputs
 from crowdlearn.learning._base import BaseLearner
 from crowdlearn.learning._batches import TaskBatch
 from crowdlearn.learning._validation import independent_log_likelihood
@@ -89,6 +90,14 @@ class CrowdLayer(BaseLearner):
     trainable : bool, default True
         Learn the crowd layer (False keeps its initialisation; with MW on logits the
         training is then plain cross-entropy on the annotations).
+    init : {"paper", "dawid-skene"}, default "paper"
+        The crowd layer's starting point. ``"paper"``: the initialisations listed in
+        the module doc (MW: the identity, under which an annotator's layer turns a
+        certain classifier into a flat distribution, ``e / (e + K - 1)`` on the true
+        class). ``"dawid-skene"`` (MW on probabilities only): row ``k`` of annotator
+        ``r``'s matrix is ``log pi_r[k, :]``, the log of its Dawid-Skene confusion row
+        fitted on the training annotations, so that a certain classifier starts at
+        exactly Dawid-Skene's label distribution for that annotator.
     **training
         The shared training parameters (see :class:`BaseLearner`).
 
@@ -117,11 +126,13 @@ class CrowdLayer(BaseLearner):
         variant: Variant = "MW",
         on: Literal["probabilities", "logits"] = "probabilities",
         trainable: bool = True,
+        init: Literal["paper", "dawid-skene"] = "paper",
         **training: Any,
     ) -> None:
         self.variant = variant
         self.on = on
         self.trainable = trainable
+        self.init = init
         super().__init__(**training)
 
     def _noise_model(
@@ -129,9 +140,28 @@ class CrowdLayer(BaseLearner):
     ) -> nn.Module:
         if self.on not in ("probabilities", "logits"):
             raise ValueError(f"on must be 'probabilities' or 'logits', got {self.on!r}")
+        if self.init not in ("paper", "dawid-skene"):
+            raise ValueError(f"init must be 'paper' or 'dawid-skene', got {self.init!r}")
+        if self.init == "dawid-skene" and (self.variant != "MW" or self.on != "probabilities"):
+            raise ValueError(
+                "init='dawid-skene' sets an MW layer on probabilities: variant must be 'MW' "
+                f"and on 'probabilities', got {self.variant!r} on {self.on!r}"
+            )
         layer = CrowdLayerModule(n_workers, n_classes, self.variant)
         layer.requires_grad_(self.trainable)
+        self._layer = layer
         return layer
+
+    def _prepare(self, data: CrowdData, inputs: TaskInputs) -> None:
+        if self.init != "dawid-skene":
+            return
+        from crowdlearn.aggregation import DawidSkene
+
+        confusions = DawidSkene().fit(data).confusions_  # (R, K, K): true row, answer column
+        with torch.no_grad():
+            self._layer.matrix.copy_(
+                torch.as_tensor(np.log(np.clip(confusions, 1e-6, None)), dtype=torch.float32)
+            )
 
     def _loss(self, batch: TaskBatch, logits: torch.Tensor, noise: nn.Module | None) -> Any:
         outputs = torch.softmax(logits, dim=1) if self.on == "probabilities" else logits
