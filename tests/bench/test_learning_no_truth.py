@@ -167,3 +167,12 @@ def test_board_quotes_the_published_crowd_layer_for_the_default_variant():
 
     assert make_learner("crowdlayer").variant == "MW"
     assert board_published()["crowdlayer"] == board_published()["crowdlayer[variant=MW]"]
+
+
+def test_crowdlayer_init_quick_run_compares_both_starts(tmp_path, shared_datasets, monkeypatch):
+    monkeypatch.setenv("CROWDLEARN_DATA", str(shared_datasets))
+    report = run("crowdlayer-init", tmp_path, quick=True)
+    raw = pd.read_csv(tmp_path / "crowdlayer-init.csv")
+    assert set(raw["spec"]) == {"crowdlayer", "crowdlayer[init=dawid-skene]"}
+    assert set(raw["dataset"]) == {"music", "labelme"} and (raw["status"] == "ok").all()
+    assert "Dawid-Skene start" in report.read_text()

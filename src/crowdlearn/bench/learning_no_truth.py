@@ -508,3 +508,52 @@ def bench_leaderboard(out: Path, quick: bool, seeds: int) -> BenchResult:
 @register("leaderboard-no-truth", "The leaderboard with no truth for selection (= real-learning)")
 def bench_leaderboard_no_truth(out: Path, quick: bool, seeds: int) -> BenchResult:
     return _board("no-truth", quick, seeds)
+
+
+# ---------------------------------------------------------------------- crowdlayer-init
+
+#: The Crowd Layer with the paper's identity start and with Dawid-Skene's confusions.
+INIT_METHODS = (
+    Method("Crowd Layer MW, identity start (paper)", "crowdlayer"),
+    Method("Crowd Layer MW, Dawid-Skene start", "crowdlayer[init=dawid-skene]"),
+)
+
+
+@register("crowdlayer-init", "The Crowd Layer's start: the paper's identity vs Dawid-Skene")
+def bench_crowdlayer_init(out: Path, quick: bool, seeds: int) -> BenchResult:
+    """Music and LabelMe, no truth for selection (every learner default otherwise)."""
+    start = time.perf_counter()
+    n_seeds = QUICK_SEEDS if quick else seeds
+    recipe = QUICK_RECIPE if quick else RECIPE
+    splits = {
+        name: s for name, s in real_learning_splits().items() if name in ("music", "labelme")
+    }
+    raws = run_grid(splits, INIT_METHODS, recipe, n_seeds, jobs=bench_jobs())
+    rows, facts = [], []
+    for name, raw in raws.items():
+        summary = summarise(raw, INIT_METHODS)
+        accs = acc_train(splits[name].train)
+        facts.append(f"{name}: AccTrain MV {accs['mv']:.3f}, DS {accs['ds']:.3f}")
+        for method in INIT_METHODS:
+            row = summary.loc[method.spec]
+            rows.append(
+                {
+                    "dataset": name,
+                    "learner": method.label,
+                    "spec": f"`{method.spec}`",
+                    "test accuracy": f"{row['accuracy_mean']:.3f} ± {row['accuracy_std']:.3f}",
+                    "ECE": f"{row['ece_mean']:.3f}",
+                    "fit s": f"{row['fit_seconds']:.1f}",
+                }
+            )
+    notes = [
+        "datasets as loaded (test splits); no truth for selection: fit(data, "
+        'valid="crowd"), LabelMe\'s validation split unused',
+        f"seeds 0..{n_seeds - 1}; recipe: {recipe.describe()}",
+        *facts,
+        f"torch threads per process: {bench_threads()}; fits at once: {bench_jobs()}",
+        f"wall time of the whole benchmark: {time.perf_counter() - start:.1f} s",
+    ]
+    return BenchResult(
+        raw=pd.concat(raws.values(), ignore_index=True), table=pd.DataFrame(rows), notes=notes
+    )
