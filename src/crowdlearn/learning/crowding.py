@@ -460,12 +460,12 @@ class CrowdInG(BaseLearner):
         Lagrange multiplier of eq. 5-6 (see the module doc).
     gan_epochs : int, default 10
         CrowdInG epochs after pre-training. The paper runs 40 (the ``crowding``
-        benchmark passes 40); the default is 10 for cost: the CrowdInG stage is about
-        80% of a 40-epoch fit, and in our measurements it does not raise test accuracy
-        over its pre-trained Crowd Layer start on LabelMe or Music at any learning rate
-        (``crowding-drift``: the accuracy falls epoch by epoch, and validation selection
-        keeps epoch 0), so the 30 further epochs cost 3-4x the time of a fit for no
-        measured gain.
+        benchmark passes 40); the default is 10 for cost. The CrowdInG stage was about
+        80% of a 40-epoch fit, and in our measurements it never raised test accuracy
+        over its pre-trained Crowd Layer start: at the paper's rate 2e-4 the accuracy
+        falls epoch by epoch on LabelMe and Music (``crowding-drift``), and at the
+        default 1e-5 the 10-epoch and 40-epoch fits score the same on four datasets
+        (BENCHMARKS.md, the leaderboard's reading) at a quarter of the GAN epochs.
     updates_per_epoch : int, default 5
         Updates of the generative and discriminative modules per epoch (the paper's 5);
         each is one pass of D/Q, then of G over the low-entropy tasks, then of C over
