@@ -4,10 +4,10 @@ confusions come to the true ones on a crowd of strongly non-diagonal workers.
 The crowd: three overlapping Gaussian classes in six dimensions (class means one unit
 apart along three axes, so the classifier stays uncertain on many tasks), 600 training
 tasks and 300 test points per seed, labelled by 10 simulated workers (4 labels per
-task) of three behaviour groups: experts (40%), adversaries (30%, accuracy 0-0.15 with
-their errors on one target class) and class confusers (30%, a pair of classes swapped
-60% of the time), from :func:`~crowdlearn.simulate.crowd_on_features` with the seed of
-the run. Trace regularisation (Tanno et al. 2019) and GeoCrowdNet (Ibrahim et al.
+task) of three behaviour groups of :func:`~crowdlearn.simulate.crowd_on_features`
+(seeded by the run): experts (40%), adversaries (30%, accuracy 0-0.15, their answers
+mostly on a target class) and class confusers (30%, pair confusion 0.6; the groups'
+parameters are ``simulate.GROUP_DEFAULTS``). Trace regularisation (Tanno et al. 2019) and GeoCrowdNet (Ibrahim et al.
 2023) are the methods whose papers claim identifiable confusions on such crowds; the
 Crowd Layer's ``softmax(f W_r)`` read off at a certain classifier is the comparison.
 
