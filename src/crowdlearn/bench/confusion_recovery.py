@@ -8,8 +8,9 @@ task) of three behaviour groups of :func:`~crowdlearn.simulate.crowd_on_features
 (seeded by the run): experts (40%), adversaries (30%, accuracy 0-0.15, their answers
 mostly on a target class) and class confusers (30%, pair confusion 0.6; the groups'
 parameters are ``simulate.GROUP_DEFAULTS``). Trace regularisation (Tanno et al.
-2019) and GeoCrowdNet (Ibrahim et al. 2023) are the methods whose papers claim identifiable confusions on such crowds; the
-Crowd Layer's ``softmax(f W_r)`` read off at a certain classifier is the comparison.
+2019) and GeoCrowdNet (Ibrahim et al. 2023) are the methods whose papers claim
+identifiable confusions on such crowds; the Crowd Layer's ``softmax(f W_r)`` read off
+at a certain classifier is the comparison.
 
 Each learner that keeps one (n_workers, K, K) confusion per annotator
 (``confusions_``, row = true class) is fitted with the same recipe (60 epochs, Adam at
