@@ -460,8 +460,8 @@ class CrowdInG(BaseLearner):
         Lagrange multiplier of eq. 5-6 (see the module doc).
     gan_epochs : int, default 10
         CrowdInG epochs after pre-training. The paper runs 40 (the ``crowding``
-        benchmark passes 40); the default is 10 for cost. The CrowdInG stage was about
-        80% of a 40-epoch fit, and in our measurements it never raised test accuracy
+        benchmark passes 40); the default is 10 for cost. The CrowdInG stage was most
+        of a 40-epoch fit, and in our measurements it never raised test accuracy
         over its pre-trained Crowd Layer start: at the paper's rate 2e-4 the accuracy
         falls epoch by epoch on LabelMe and Music (``crowding-drift``), and at the
         default 1e-5 the 10-epoch and 40-epoch fits score the same on four datasets
