@@ -98,12 +98,27 @@ def _parse_bracket(text: str | None, kind: str) -> dict[str, str]:
     if not text:
         return {}
     pairs = {}
-    for part in text.split(","):
+    for part in _top_level_split(text, ","):
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
             raise CrowdDataError(f"{kind} parameters must be k=v pairs, got {part!r}")
         pairs[key.strip()] = value.strip()
     return pairs
+
+
+def _top_level_split(text: str, separator: str) -> list[str]:
+    """``text`` split at ``separator`` outside brackets (a nested spec such as
+    ``members=crowdlayer[variant=VW,init=dawid-skene]/dl-em`` stays one value)."""
+    parts, depth, current = [], 0, []
+    for char in text:
+        depth += (char == "[") - (char == "]")
+        if char == separator and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return parts
 
 
 #: Boolean parameters that also take one of these words (``calibrate=likelihood``).

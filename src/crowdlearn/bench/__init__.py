@@ -15,6 +15,7 @@ from crowdlearn.bench import (  # noqa: F401
     confusion_recovery,
     crowd_selection,
     crowding_bench,
+    ensemble_bench,
     iced_bench,
     identify_bench,
     learning_defaults,

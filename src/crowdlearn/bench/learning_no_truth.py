@@ -289,6 +289,8 @@ SIMULATED_GROUPS = {"expert": 0.2, "inexpert": 0.4, "spammer": 0.3, "class_confu
 REAL_LEARNING_SKIP = {
     "twostage": "generic two-stage spec (covered by mv+nn, ds+nn...)",
     "geocrowdnet": "the same learner as geocrowdnet-f (penalty F is its default)",
+    "ensemble": "the mean of other rows' learners (its fit is theirs summed); "
+    "`crowdlearn bench ensemble` measures it",
 }
 #: Scheduling only: the learners with the longest fits in ``real-learning``'s fit-seconds
 #: table, submitted first so that the grid does not end on one long fit.

@@ -27,6 +27,7 @@ from crowdlearn.learning.crowding import CrowdInG
 from crowdlearn.learning.dl_em import DLEM
 from crowdlearn.learning.doctor_net import DoctorNet
 from crowdlearn.learning.doctor_net_weighted import DoctorNetWeighted
+from crowdlearn.learning.ensemble import Ensemble, member_specs
 from crowdlearn.learning.geocrowdnet import GeoCrowdNet
 from crowdlearn.learning.iced import ICED
 from crowdlearn.learning.madl import MaDL
@@ -135,6 +136,12 @@ register_learner(
     DoctorNetWeighted,
     "Weighted Doctor Net (Guan et al. 2018): heads averaged with learned weights (WDN)",
 )
+register_learner(
+    "ensemble",
+    Ensemble,
+    "mean probabilities of several learners (ensemble[members=dl-em/max-mig,n_seeds=2])",
+    converters={"members": member_specs},
+)
 
 __all__ = [
     "DLEM",
@@ -151,6 +158,7 @@ __all__ = [
     "CrowdMixture",
     "DoctorNet",
     "DoctorNetWeighted",
+    "Ensemble",
     "GeoCrowdNet",
     "MaDL",
     "MaxMIG",

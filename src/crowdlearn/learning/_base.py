@@ -402,7 +402,13 @@ class BaseLearner(BaseEstimator):
     def save(self, path: str | os.PathLike[str]) -> None:
         """Save the fitted learner (parameters, weights, learned state) to one file."""
         self._check_fitted()
-        payload = {
+        payload = self._payload()
+        with atomic_path(path) as tmp:
+            torch.save(payload, tmp)
+
+    def _payload(self) -> dict[str, Any]:
+        """What :meth:`save` writes: plain objects and CPU tensors."""
+        return {
             "class": f"{type(self).__module__}.{type(self).__qualname__}",
             "params": self.get_params(deep=False),
             "module": {k: v.detach().cpu() for k, v in self.module_.state_dict().items()},
@@ -416,8 +422,6 @@ class BaseLearner(BaseEstimator):
             "temperatures": getattr(self, "temperatures_", None),
             "validation": getattr(self, "validation_", "none"),
         }
-        with atomic_path(path) as tmp:
-            torch.save(payload, tmp)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], device: str = "cpu") -> BaseLearner:
@@ -427,7 +431,12 @@ class BaseLearner(BaseEstimator):
         learner_class = getattr(__import__(module_name, fromlist=[class_name]), class_name)
         if not issubclass(learner_class, cls):
             raise TypeError(f"{path} holds a {class_name}, not a {cls.__name__}")
-        learner = learner_class(**payload["params"])
+        return learner_class._from_payload(payload, device)
+
+    @classmethod
+    def _from_payload(cls, payload: dict[str, Any], device: str) -> BaseLearner:
+        """The learner :meth:`_payload` described, its weights on ``device``."""
+        learner = cls(**payload["params"])
         learner._shape_ = payload["shape"]
         learner.classes_ = payload["classes"]
         learner.module_ = learner._build_module(*payload["shape"]).to(device)

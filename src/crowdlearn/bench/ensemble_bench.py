@@ -1,0 +1,185 @@
+"""``crowdlearn bench ensemble``: the ensemble learner against its members, no truth used.
+
+Music and LabelMe as loaded, every learner with its defaults and ``valid="crowd"`` (the
+no-truth protocol of ``leaderboard-no-truth``), beside:
+
+* each member alone (same seeds: an ensemble's members are these very fits);
+* the ensemble of the four best learners **on Music** in ``leaderboard-no-truth``
+  (:data:`MUSIC_PICKED`). Those members were chosen by Music's test accuracy, so its
+  Music number is in-sample; the default members were chosen on all four datasets of
+  that leaderboard, Music included. The pair shows how much of an ensemble's Music
+  score comes from choosing its members on Music itself;
+* the control ``ensemble[members=dl-em,n_seeds=4]``: four DL-EM fits with other seeds,
+  as many fits as an ensemble of four, with no second method. It separates what the
+  average gains from reducing one method's seed variance from what it gains by mixing
+  noise models.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from crowdlearn.bench._learning import (
+    Method,
+    Recipe,
+    bench_jobs,
+    bench_threads,
+    run_grid,
+    summarise,
+)
+from crowdlearn.bench._registry import BenchResult, register
+from crowdlearn.bench.aggregation_speed import Verdict
+from crowdlearn.bench.learning_no_truth import (
+    ECE_TARGET,
+    MUSIC_BEST_TARGET,
+    QUICK_SEEDS,
+    RECIPE,
+    _verdict_lines,
+    acc_train,
+    decided,
+    real_learning_splits,
+)
+from crowdlearn.learning.ensemble import DEFAULT_MEMBERS
+
+#: The four learners with the best mean Music accuracy in ``leaderboard-no-truth``
+#: (chosen on Music's test split: an in-sample choice for Music, see the module doc).
+MUSIC_PICKED = ("dl-em", "max-mig", "madl", "annot-mix")
+MUSIC_PICKED_SPEC = f"ensemble[members={'/'.join(MUSIC_PICKED)}]"
+#: DS+NN, every member alone, both ensembles and the seeds-only control.
+ENSEMBLE_METHODS = (
+    Method("DS+NN", "ds+nn"),
+    *(
+        Method(spec, spec, em=spec == "dl-em")
+        for spec in dict.fromkeys((*DEFAULT_MEMBERS, *MUSIC_PICKED))
+    ),
+    Method("ensemble, default members", "ensemble"),
+    Method("ensemble, the four best on Music (picked on Music)", MUSIC_PICKED_SPEC),
+    Method("control: DL-EM x 4 seeds", "ensemble[members=dl-em,n_seeds=4]"),
+)
+#: The ensembles the verdicts judge, with their members.
+JUDGED = (("ensemble", DEFAULT_MEMBERS), (MUSIC_PICKED_SPEC, MUSIC_PICKED))
+#: --quick: two members, 2 epochs (a smoke test of the protocol, not a result).
+QUICK_MEMBERS = ("dl-em", "ds+nn")
+QUICK_METHODS = (
+    Method("DS+NN", "ds+nn"),
+    Method("dl-em", "dl-em", em=True),
+    Method("ensemble", f"ensemble[members={'/'.join(QUICK_MEMBERS)}]"),
+)
+QUICK_RECIPE = Recipe(max_epochs=2)
+DATASETS = ("music", "labelme")
+
+
+def ensemble_verdicts(
+    summaries: dict[str, pd.DataFrame],
+    spec: str = "ensemble",
+    members: Sequence[str] = DEFAULT_MEMBERS,
+) -> list[Verdict]:
+    """Issue 15's Music best-learner target, and whether the ensemble ``spec`` beats
+    its best member (of ``members``) and stays calibrated, from each dataset's
+    summary."""
+    verdicts = []
+    music = summaries.get("music")
+    if music is not None and spec in music.index:
+        acc = float(music.loc[spec, "accuracy_mean"])
+        verdicts.append(
+            Verdict(
+                f"music: `{spec}` >= {MUSIC_BEST_TARGET} (issue 15's best learner)",
+                bool(acc >= MUSIC_BEST_TARGET),
+                f"{acc:.3f}",
+            )
+        )
+    for name, summary in summaries.items():
+        present = [member for member in members if member in summary.index]
+        if spec not in summary.index or not present:
+            continue
+        best = max(present, key=lambda member: float(summary.loc[member, "accuracy_mean"]))
+        acc = float(summary.loc[spec, "accuracy_mean"])
+        best_acc = float(summary.loc[best, "accuracy_mean"])
+        verdicts.append(
+            Verdict(
+                f"{name}: `{spec}` >= its best member",
+                bool(acc >= best_acc),
+                f"{acc:.3f} against {best} {best_acc:.3f}",
+            )
+        )
+        ece = float(summary.loc[spec, "ece_mean"])
+        verdicts.append(
+            Verdict(
+                f"{name}: `{spec}`'s ECE <= {ECE_TARGET}",
+                bool(ece <= ECE_TARGET),
+                f"{ece:.3f}",
+            )
+        )
+    return verdicts
+
+
+@register("ensemble", "The ensemble learner against its members, no truth (Music, LabelMe)")
+def bench_ensemble(out: Path, quick: bool, seeds: int) -> BenchResult:
+    """Music and LabelMe, no truth for selection, every learner at its defaults."""
+    start = time.perf_counter()
+    n_seeds = QUICK_SEEDS if quick else seeds
+    recipe = QUICK_RECIPE if quick else RECIPE
+    methods = QUICK_METHODS if quick else ENSEMBLE_METHODS
+    splits = {name: s for name, s in real_learning_splits().items() if name in DATASETS}
+    raws = run_grid(
+        splits,
+        methods,
+        recipe,
+        n_seeds,
+        jobs=bench_jobs(),
+        first=("ensemble", MUSIC_PICKED_SPEC, "doctornet-w", "annot-mix"),
+        desc="fits",
+    )
+    rows, facts, summaries = [], [], {}
+    for name, raw in raws.items():
+        summary = summarise(raw, methods)
+        summaries[name] = summary
+        accs = acc_train(splits[name].train)
+        facts.append(f"{name}: AccTrain MV {accs['mv']:.3f}, DS {accs['ds']:.3f}")
+        for method in methods:
+            row = summary.loc[method.spec]
+            ok = str(row["status"]) == "ok"
+            rows.append(
+                {
+                    "dataset": name,
+                    "learner": method.label,
+                    "spec": f"`{method.spec}`",
+                    "test accuracy": (
+                        f"{row['accuracy_mean']:.3f} ± {row['accuracy_std']:.3f}"
+                        if ok
+                        else str(row["status"])
+                    ),
+                    "macro-F1": f"{row['macro_f1_mean']:.3f}" if ok else "",
+                    "ECE": f"{row['ece_mean']:.3f}" if ok else "",
+                    "fit s": f"{row['fit_seconds']:.1f}" if ok else "",
+                }
+            )
+    verdicts = (
+        ensemble_verdicts(summaries, QUICK_METHODS[-1].spec, QUICK_MEMBERS)
+        if quick
+        else [v for spec, members in JUDGED for v in ensemble_verdicts(summaries, spec, members)]
+    )
+    notes = [
+        "Music and LabelMe as loaded (test splits); no truth for selection: every fit is "
+        'fit(data, valid="crowd"), LabelMe\'s validation split unused',
+        f"seeds 0..{n_seeds - 1}"
+        + (" (--quick: 2 seeds, two members, 2 epochs)" if quick else "")
+        + f"; recipe: {recipe.describe()}",
+        f"the default ensemble: members {', '.join(DEFAULT_MEMBERS)} (the best mean rank "
+        "over the four datasets of leaderboard-no-truth); the Music-picked one: "
+        f"{', '.join(MUSIC_PICKED)} (the best four on Music's test split, so its Music "
+        "score is in-sample); each member has the ensemble's seed and selects, refits "
+        "and calibrates on its own; an ensemble predicts their mean probabilities; its "
+        "fit s is the sum of its members'",
+        *facts,
+        *_verdict_lines(decided(verdicts, quick, n_seeds)),
+        f"torch threads per process: {bench_threads()}; fits at once: {bench_jobs()}",
+        f"wall time of the whole benchmark: {time.perf_counter() - start:.1f} s",
+    ]
+    return BenchResult(
+        raw=pd.concat(raws.values(), ignore_index=True), table=pd.DataFrame(rows), notes=notes
+    )
