@@ -308,3 +308,19 @@ def test_learn_search_writes_the_grid_and_keeps_the_best(simulated):
     assert summary["selection_score"] == pytest.approx(table.loc[0, "score"])
     model = BaseLearner.load(simulated / "out" / "model.pt")
     assert model.lr == table.loc[0, "lr"]
+
+
+def test_learn_fits_an_ensemble_and_saves_it_in_one_loadable_file(simulated):
+    summary, history = _learn_and_summary(
+        simulated, "ensemble[members=dl-em/crowdlayer[variant=MW,init=dawid-skene]]",
+        "--epochs", 2,
+    )  # fmt: skip
+    assert summary["method"] == "Ensemble" and summary["validation"] == "crowd"
+    assert history[0].startswith("member,spec,epoch")
+    model = BaseLearner.load(simulated / "out" / "model.pt")
+    assert [m.max_epochs for m in model.members_] == [2, 2]
+    assert model.members_[1].variant == "MW" and model.members_[1].init == "dawid-skene"
+    X = np.load(simulated / "X_test.npy")
+    np.testing.assert_allclose(
+        model.predict_proba(X), np.mean([m.predict_proba(X) for m in model.members_], axis=0)
+    )

@@ -80,15 +80,15 @@ def test_save_and_load_give_the_same_predictions(crowd, fitted, tmp_path):
 
 def test_a_spec_on_the_command_line_keeps_nested_member_parameters():
     model = make_learner(
-        "ensemble[members=crowdlayer[variant=VW,init=dawid-skene]/dl-em,n_seeds=2]",
+        "ensemble[members=crowdlayer[variant=MW,init=dawid-skene]/dl-em,n_seeds=2]",
         max_epochs=3,
     )
     assert isinstance(model, Ensemble)
-    assert model.members == ("crowdlayer[variant=VW,init=dawid-skene]", "dl-em")
+    assert model.members == ("crowdlayer[variant=MW,init=dawid-skene]", "dl-em")
     assert model.n_seeds == 2 and model.max_epochs == 3
     built = model._build_members()
     assert [spec for spec, _ in built] == [*model.members, *model.members]
-    assert built[0][1].variant == "VW" and built[0][1].init == "dawid-skene"
+    assert built[0][1].variant == "MW" and built[0][1].init == "dawid-skene"
 
 
 @settings(max_examples=40, deadline=None)
@@ -143,3 +143,23 @@ def test_unfitted_ensemble_refuses_to_predict(crowd):
     _, X, _ = crowd
     with pytest.raises(Exception, match="not fitted"):
         Ensemble().predict_proba(X)
+
+
+def test_search_tunes_an_ensemble_on_the_crowd(crowd):
+    from crowdlearn.learning import search
+
+    data, X, _ = crowd
+    found = search(
+        "ensemble[members=dl-em/ds+nn]",
+        {"lr": [1e-3, 1e-2]},
+        data.with_truth(None),
+        max_epochs=2,
+        progress=False,
+    )
+    assert list(found.results["rank"]) == [1, 2]
+    best = found.best_learner
+    assert isinstance(best, Ensemble) and all(
+        m.lr == found.best_params["lr"] for m in best.members_
+    )
+    assert found.best_score == pytest.approx(found.results["score"].max())
+    assert best.predict_proba(X).shape == (len(X), 3)
