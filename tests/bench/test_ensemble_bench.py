@@ -49,6 +49,10 @@ def test_verdicts_judge_the_ensemble_named_against_its_own_members():
     assert target.met and target.target.startswith("music: `ensemble[members=dl-em/madl]`")
     assert best.met is False and "dl-em 0.750" in best.detail
     assert ensemble_verdicts({"music": summary(rows)}) == []  # no default ensemble row
+    (said, *_) = ensemble_verdicts(
+        {"music": summary(rows)}, "ensemble[members=dl-em/madl]", ("dl-em", "madl"), "in-sample"
+    )
+    assert said.target.endswith("(issue 15's best learner; in-sample)")
 
 
 def test_every_method_of_the_benchmark_is_a_valid_spec():
