@@ -163,3 +163,14 @@ def test_search_tunes_an_ensemble_on_the_crowd(crowd):
     )
     assert found.best_score == pytest.approx(found.results["score"].max())
     assert best.predict_proba(X).shape == (len(X), 3)
+
+
+def test_each_member_checkpoints_in_its_own_folder_and_resumes(crowd, tmp_path):
+    data, X, _ = crowd
+    params = dict(max_epochs=2, progress=False, checkpoint_dir=tmp_path)
+    first = Ensemble(["dl-em", "ds+nn"], **params).fit(data)
+    folders = [m.checkpoint_dir for m in first.members_]
+    assert folders == [tmp_path / "member-0", tmp_path / "member-1"]
+    assert all(any(folder.rglob("*")) for folder in folders)
+    resumed = Ensemble(["dl-em", "ds+nn"], resume=True, **params).fit(data)
+    np.testing.assert_allclose(resumed.predict_proba(X), first.predict_proba(X), rtol=1e-6)

@@ -13,6 +13,7 @@ for the crowd at hand. ``crowdlearn bench ensemble`` measures both effects.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,9 @@ class Ensemble(BaseLearner):
     n_seeds : int, default 1
         Fit every member this many times, with seeds ``random_state + i * 7919``
         (each repetition also holds out other tasks for crowd validation).
+    checkpoint_dir : path, optional
+        Member ``i`` (its position in ``members_``) keeps its checkpoints in
+        ``checkpoint_dir/member-i``, so ``resume`` continues each one.
     **training
         The shared training hyperparameters (see :class:`BaseLearner`). Those set here
         apply to every member, over the member's own default; the others keep each
@@ -131,7 +135,10 @@ class Ensemble(BaseLearner):
         for repetition in range(self.n_seeds):
             seed = int(self.random_state) + repetition * SEED_STEP
             for spec in specs:
-                built.append((spec, make_learner(spec, **shared, random_state=seed)))
+                params = {**shared, "random_state": seed}
+                if self.checkpoint_dir is not None:  # one folder per member, never shared
+                    params["checkpoint_dir"] = Path(self.checkpoint_dir) / f"member-{len(built)}"
+                built.append((spec, make_learner(spec, **params)))
         return built
 
     def fit(self, data: CrowdData, valid: Any = "crowd") -> Ensemble:
