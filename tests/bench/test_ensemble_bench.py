@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+import pytest
 
 from crowdlearn.bench import run
 from crowdlearn.bench.ensemble_bench import ENSEMBLE_METHODS, ensemble_verdicts
@@ -71,3 +73,36 @@ def test_quick_run_scores_the_ensemble_and_its_members(tmp_path, shared_datasets
     assert set(raw["dataset"]) == {"music", "labelme"} and (raw["status"] == "ok").all()
     text = report.read_text()
     assert "undetermined" in text and "ensemble" in text
+
+
+def test_selection_rows_rank_ensemble_and_reference_from_the_fits():
+    from crowdlearn.bench.ensemble_bench import selection_rows
+
+    y = np.array([0, 1, 1, 0])
+    right = np.eye(2)[y]
+    wrong = np.eye(2)[1 - y]
+    half = np.full((4, 2), 0.5) + np.array([[0.1, -0.1], [0.1, -0.1], [-0.1, 0.1], [-0.1, 0.1]])
+    fits = [  # scores rank the worst learner first: a selection that misleads
+        {"seed": 0, "spec": "a", "score": -1.0, "accuracy": 0.0, "proba": wrong},
+        {"seed": 0, "spec": "b", "score": -2.0, "accuracy": 0.5, "proba": half},
+        {"seed": 0, "spec": "c", "score": -3.0, "accuracy": 1.0, "proba": right},
+    ]
+    rows = selection_rows(fits, y)
+    assert rows["Spearman(selection score, test accuracy)"] == [pytest.approx(-1.0)]
+    assert rows["score rank of the most accurate candidate"] == [3.0]
+    assert rows["ensemble of the top 1 by score: accuracy"] == [0.0]
+    # top 2: wrong + half -> class 1 - y everywhere except where half leans right
+    top2 = np.mean([wrong, half], axis=0).argmax(axis=1)
+    assert rows["ensemble of the top 2 by score: accuracy"] == [float(np.mean(top2 == y))]
+    assert "ensemble of the top 4 by score: accuracy" not in rows  # only 3 candidates
+    assert rows["most accurate candidate (chosen on test; reference)"] == [1.0]
+    assert "default ensemble (same fits): accuracy" not in rows  # its members are absent
+
+
+def test_member_selection_quick_run(tmp_path, shared_datasets, monkeypatch):
+    monkeypatch.setenv("CROWDLEARN_DATA", str(shared_datasets))
+    report = run("member-selection", tmp_path, quick=True)
+    raw = pd.read_csv(tmp_path / "member-selection.csv")
+    assert set(raw["spec"]) == {"dl-em", "ds+nn", "mv+nn"} and len(raw) == 2 * 2 * 3
+    assert raw["score"].lt(0).all()  # log-likelihoods per annotation
+    assert "Spearman" in report.read_text()

@@ -20,18 +20,24 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
+from scipy.stats import spearmanr
 
 from crowdlearn.bench._learning import (
     Method,
     Recipe,
     bench_jobs,
     bench_threads,
+    fit_method,
+    map_jobs,
     run_grid,
     summarise,
 )
 from crowdlearn.bench._registry import BenchResult, register
+from crowdlearn.bench._strategies import mean_std
 from crowdlearn.bench.aggregation_speed import Verdict
 from crowdlearn.bench.learning_no_truth import (
     ECE_TARGET,
@@ -44,6 +50,7 @@ from crowdlearn.bench.learning_no_truth import (
     real_learning_splits,
 )
 from crowdlearn.learning.ensemble import DEFAULT_MEMBERS
+from crowdlearn.metrics import accuracy
 
 #: The four learners with the best mean Music accuracy in ``leaderboard-no-truth``
 #: (chosen on Music's test split: an in-sample choice for Music, see the module doc).
@@ -190,3 +197,116 @@ def bench_ensemble(out: Path, quick: bool, seeds: int) -> BenchResult:
     return BenchResult(
         raw=pd.concat(raws.values(), ignore_index=True), table=pd.DataFrame(rows), notes=notes
     )
+
+
+# ---------------------------------------------------------------------- member-selection
+
+#: Learners whose truth-free selection scores are compared (the same criterion for all:
+#: the held-out tasks' Dawid-Skene agreement, ``crowd_criterion="agreement"``).
+CANDIDATES = (
+    "dl-em",
+    "max-mig",
+    "madl",
+    "annot-mix",
+    "ds+nn",
+    "glad+nn",
+    "mv+nn",
+    "conal",
+    "doctornet-w",
+    "crowdlayer",
+    "crowdlayer[init=dawid-skene]",
+    "geocrowdnet-w",
+    "trace-reg",
+    "union-net",
+)
+QUICK_CANDIDATES = ("dl-em", "ds+nn", "mv+nn")
+#: Ensembles of the k candidates with the best selection scores.
+TOP_K = (1, 2, 4, 6)
+
+
+def fit_scored(spec: str, recipe: Recipe, seed: int, splits: Any) -> dict[str, Any]:
+    """One candidate's fit: its truth-free selection score, test accuracy and test
+    probabilities (the test split's only use is after the fit)."""
+    method = Method(spec, spec, em=spec == "dl-em")
+    learner, seconds = fit_method(method, recipe, seed, splits.train, splits.valid)
+    X, y = splits.test
+    proba = learner.predict_proba(X)
+    return {
+        "spec": spec,
+        "seed": seed,
+        "score": float(learner.selection_score_),
+        "accuracy": float(accuracy(y, proba)),
+        "fit_seconds": seconds,
+        "proba": proba,
+    }
+
+
+def selection_rows(fits: list[dict[str, Any]], y: np.ndarray) -> dict[str, list[float]]:
+    """Per seed, what choosing learners by their selection score gives: the rank
+    correlation of score and accuracy, the accuracy of the top-k ensembles, where the
+    most accurate candidate ranks, and the default ensemble from the same fits."""
+    out: dict[str, list[float]] = {}
+    for seed in sorted({fit["seed"] for fit in fits}):
+        runs = sorted((f for f in fits if f["seed"] == seed), key=lambda f: -f["score"])
+        scores = [f["score"] for f in runs]
+        accs = [f["accuracy"] for f in runs]
+        rho = spearmanr(scores, accs).statistic if len(runs) > 2 else float("nan")
+        out.setdefault("Spearman(selection score, test accuracy)", []).append(float(rho))
+        best = int(np.argmax(accs))
+        out.setdefault("score rank of the most accurate candidate", []).append(best + 1.0)
+        for k in TOP_K:
+            if k <= len(runs):
+                mean = np.mean([f["proba"] for f in runs[:k]], axis=0)
+                key = f"ensemble of the top {k} by score: accuracy"
+                out.setdefault(key, []).append(float(np.mean(mean.argmax(axis=1) == y)))
+        by_spec = {f["spec"]: f for f in runs}
+        if all(spec in by_spec for spec in DEFAULT_MEMBERS):
+            mean = np.mean([by_spec[spec]["proba"] for spec in DEFAULT_MEMBERS], axis=0)
+            key = "default ensemble (same fits): accuracy"
+            out.setdefault(key, []).append(float(np.mean(mean.argmax(axis=1) == y)))
+        out.setdefault("most accurate candidate (chosen on test; reference)", []).append(max(accs))
+    return out
+
+
+@register(
+    "member-selection",
+    "Can the truth-free selection score choose an ensemble's members? (Music, LabelMe)",
+)
+def bench_member_selection(out: Path, quick: bool, seeds: int) -> BenchResult:
+    """Every candidate fitted with crowd validation; its selection score against its
+    test accuracy, and ensembles of the best-scored candidates."""
+    start = time.perf_counter()
+    n_seeds = QUICK_SEEDS if quick else seeds
+    recipe = QUICK_RECIPE if quick else RECIPE
+    candidates = QUICK_CANDIDATES if quick else CANDIDATES
+    splits = {name: s for name, s in real_learning_splits().items() if name in DATASETS}
+    calls = [
+        (spec, recipe, seed, splits[name])
+        for name in splits
+        for seed in range(n_seeds)
+        for spec in sorted(candidates, key=lambda s: s not in ("annot-mix", "doctornet-w"))
+    ]
+    names = [name for name in splits for _ in range(n_seeds * len(candidates))]
+    results = map_jobs(fit_scored, calls, bench_jobs(), desc="fits")
+    rows, raw = [], []
+    for name in splits:
+        fits = [r for r, n in zip(results, names, strict=True) if n == name]
+        raw += [{"dataset": name, **{k: v for k, v in f.items() if k != "proba"}} for f in fits]
+        for what, values in selection_rows(fits, splits[name].test[1]).items():
+            rows.append({"dataset": name, "measure": what, "mean over seeds": mean_std(values)})
+    notes = [
+        "Music and LabelMe as loaded; every candidate at its defaults with "
+        'fit(data, valid="crowd"): the selection score is its held-out tasks\' Dawid-Skene '
+        "agreement (the same criterion for every learner, on the same held-out tasks for a "
+        "seed)",
+        f"candidates: {', '.join(candidates)}",
+        f"seeds 0..{n_seeds - 1}"
+        + (" (--quick: 2 seeds, three candidates, 2 epochs)" if quick else "")
+        + f"; recipe: {recipe.describe()}",
+        f"default ensemble: {', '.join(DEFAULT_MEMBERS)}, averaged from the same fits",
+        "score rank 1 = the best selection score; the last row reads the test split to "
+        "choose and is a reference, not a method",
+        f"torch threads per process: {bench_threads()}; fits at once: {bench_jobs()}",
+        f"wall time of the whole benchmark: {time.perf_counter() - start:.1f} s",
+    ]
+    return BenchResult(raw=pd.DataFrame(raw), table=pd.DataFrame(rows), notes=notes)
