@@ -106,3 +106,30 @@ def test_member_selection_quick_run(tmp_path, shared_datasets, monkeypatch):
     assert set(raw["spec"]) == {"dl-em", "ds+nn", "mv+nn"} and len(raw) == 2 * 2 * 3
     assert raw["score"].lt(0).all()  # log-likelihoods per annotation
     assert "Spearman" in report.read_text()
+
+
+def test_recipe_rows_keep_the_recipe_with_the_higher_score_seed_by_seed():
+    from crowdlearn.bench.ensemble_bench import published_spec, recipe_rows
+
+    pub = published_spec("dl-em")
+    assert pub.startswith("dl-em[hidden=256/128,") and make_learner(pub).hidden == (256, 128)
+    fits = [
+        {"seed": 0, "spec": "dl-em", "score": -1.0, "accuracy": 0.70},
+        {"seed": 0, "spec": pub, "score": -2.0, "accuracy": 0.75},
+        {"seed": 1, "spec": "dl-em", "score": -3.0, "accuracy": 0.60},
+        {"seed": 1, "spec": pub, "score": -2.5, "accuracy": 0.80},
+    ]
+    (row,) = recipe_rows(fits, ["dl-em", "conal"])  # conal has no fits: no row
+    assert row["learner"] == "`dl-em`"
+    assert row["our MLP"] == "0.650 ± 0.050" and row["published MLP"] == "0.775 ± 0.025"
+    assert row["chosen by the score"] == "0.750 ± 0.050"  # seed 0: ours, seed 1: published
+    assert row["published chosen"] == "1/2"
+    assert row["better of the two (test; reference)"] == "0.775 ± 0.025"
+
+
+def test_recipe_selection_quick_run(tmp_path, shared_datasets, monkeypatch):
+    monkeypatch.setenv("CROWDLEARN_DATA", str(shared_datasets))
+    report = run("recipe-selection", tmp_path, quick=True)
+    raw = pd.read_csv(tmp_path / "recipe-selection.csv")
+    assert len(raw) == 2 * 2 * 4 and set(raw["dataset"]) == {"music", "labelme"}
+    assert "published chosen" in report.read_text()
