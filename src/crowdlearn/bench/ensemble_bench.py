@@ -241,6 +241,27 @@ def fit_scored(spec: str, recipe: Recipe, seed: int, splits: Any) -> dict[str, A
     }
 
 
+def scored_fits(
+    specs: Sequence[str], recipe: Recipe, n_seeds: int, splits: dict[str, Any]
+) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
+    """:func:`fit_scored` for every (dataset, seed, spec) in one pool, the longest
+    learners first; returns each dataset's fits and the raw rows (without the
+    probabilities)."""
+    ordered = sorted(specs, key=lambda s: s.split("[")[0] not in ("annot-mix", "doctornet-w"))
+    keys = [(name, seed, spec) for name in splits for seed in range(n_seeds) for spec in ordered]
+    calls = [(spec, recipe, seed, splits[name]) for name, seed, spec in keys]
+    results = map_jobs(fit_scored, calls, bench_jobs(), desc="fits")
+    fits: dict[str, list[dict[str, Any]]] = {name: [] for name in splits}
+    for (name, _, _), result in zip(keys, results, strict=True):
+        fits[name].append(result)
+    raw = [
+        {"dataset": name, **{k: v for k, v in fit.items() if k != "proba"}}
+        for name in splits
+        for fit in fits[name]
+    ]
+    return fits, raw
+
+
 def selection_rows(fits: list[dict[str, Any]], y: np.ndarray) -> dict[str, list[float]]:
     """Per seed, what choosing learners by their selection score gives: the rank
     correlation of score and accuracy, the accuracy of the top-k ensembles, where the
@@ -280,20 +301,12 @@ def bench_member_selection(out: Path, quick: bool, seeds: int) -> BenchResult:
     recipe = QUICK_RECIPE if quick else RECIPE
     candidates = QUICK_CANDIDATES if quick else CANDIDATES
     splits = {name: s for name, s in real_learning_splits().items() if name in DATASETS}
-    calls = [
-        (spec, recipe, seed, splits[name])
+    fits, raw = scored_fits(candidates, recipe, n_seeds, splits)
+    rows = [
+        {"dataset": name, "measure": what, "mean over seeds": mean_std(values)}
         for name in splits
-        for seed in range(n_seeds)
-        for spec in sorted(candidates, key=lambda s: s not in ("annot-mix", "doctornet-w"))
+        for what, values in selection_rows(fits[name], splits[name].test[1]).items()
     ]
-    names = [name for name in splits for _ in range(n_seeds * len(candidates))]
-    results = map_jobs(fit_scored, calls, bench_jobs(), desc="fits")
-    rows, raw = [], []
-    for name in splits:
-        fits = [r for r, n in zip(results, names, strict=True) if n == name]
-        raw += [{"dataset": name, **{k: v for k, v in f.items() if k != "proba"}} for f in fits]
-        for what, values in selection_rows(fits, splits[name].test[1]).items():
-            rows.append({"dataset": name, "measure": what, "mean over seeds": mean_std(values)})
     notes = [
         "Music and LabelMe as loaded; every candidate at its defaults with "
         'fit(data, valid="crowd"): the selection score is its held-out tasks\' Dawid-Skene '
@@ -367,19 +380,10 @@ def bench_recipe_selection(out: Path, quick: bool, seeds: int) -> BenchResult:
     learners = QUICK_RECIPE_LEARNERS if quick else RECIPE_LEARNERS
     specs = [s for spec in learners for s in (spec, published_spec(spec))]
     splits = {name: s for name, s in real_learning_splits().items() if name in DATASETS}
-    calls = [
-        (spec, recipe, seed, splits[name])
-        for name in splits
-        for seed in range(n_seeds)
-        for spec in specs
+    fits, raw = scored_fits(specs, recipe, n_seeds, splits)
+    rows = [
+        {"dataset": name, **row} for name in splits for row in recipe_rows(fits[name], learners)
     ]
-    names = [name for name in splits for _ in range(n_seeds * len(specs))]
-    results = map_jobs(fit_scored, calls, bench_jobs(), desc="fits")
-    rows, raw = [], []
-    for name in splits:
-        fits = [r for r, n in zip(results, names, strict=True) if n == name]
-        raw += [{"dataset": name, **{k: v for k, v in f.items() if k != "proba"}} for f in fits]
-        rows += [{"dataset": name, **row} for row in recipe_rows(fits, learners)]
     notes = [
         "Music and LabelMe as loaded; every fit with crowd validation "
         '(fit(data, valid="crowd"), selection score: the held-out tasks\' Dawid-Skene '
