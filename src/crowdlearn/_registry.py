@@ -108,7 +108,7 @@ def _parse_bracket(text: str | None, kind: str) -> dict[str, str]:
 
 def _top_level_split(text: str, separator: str) -> list[str]:
     """``text`` split at ``separator`` outside brackets (a nested spec such as
-    ``members=crowdlayer[variant=VW,init=dawid-skene]/dl-em`` stays one value)."""
+    ``members=crowdlayer[variant=MW,init=dawid-skene]/dl-em`` stays one value)."""
     parts, depth, current = [], 0, []
     for char in text:
         depth += (char == "[") - (char == "]")

@@ -13,6 +13,12 @@ no-truth protocol of ``leaderboard-no-truth``), beside:
   as many fits as an ensemble of four, with no second method. It separates what the
   average gains from reducing one method's seed variance from what it gains by mixing
   noise models.
+
+Two more benchmarks ask whether the crowd could make those choices itself, using the
+truth-free selection score (the held-out tasks' Dawid-Skene agreement):
+``member-selection`` ranks 14 learners by it and averages the top k, and
+``recipe-selection`` keeps, per learner and seed, whichever of our MLP and the
+published one scores higher.
 """
 
 from __future__ import annotations
