@@ -139,11 +139,15 @@ class Recipe:
     tol: float = 1e-4
     #: Pin :data:`PAPER_SETTINGS` (the paper-reproduction benchmarks).
     paper: bool = False
+    #: ``crowd_folds`` of every learner (1, the default: one held-out share and a refit).
+    crowd_folds: int = 1
 
     def params(self, method: Method, seed: int) -> dict[str, Any]:
         """Constructor parameters of ``method``'s learner for benchmark seed ``seed``
         (``max_epochs`` None: every setting at the learner's default)."""
         params: dict[str, Any] = {"random_state": SEED_STRIDE * seed, "device": "cpu"}
+        if self.crowd_folds != 1:
+            params["crowd_folds"] = self.crowd_folds
         if self.max_epochs is None:
             return params
         params["max_epochs"] = self.max_epochs
@@ -164,23 +168,29 @@ class Recipe:
                 f"standardised inside the learner (standardize={shared['standardize']!r}), "
                 f"{shared['optimizer']} lr {shared['lr']:g}, weight decay "
                 f"{shared['weight_decay']:g}, batch {shared['batch_size']} tasks, at most "
-                f"{shared['max_epochs']} epochs, crowd validation (valid_share "
-                f"{shared['valid_share']}, patience {shared['patience']}, refit "
-                f"{shared['refit']}, calibrate {shared['calibrate']}); EM learners: one "
-                f"restart; random_state = {SEED_STRIDE} x seed; device cpu"
+                f"{shared['max_epochs']} epochs, crowd validation ({self._selection()}, "
+                f"patience {shared['patience']}, calibrate {shared['calibrate']}); EM "
+                f"learners: one restart; random_state = {SEED_STRIDE} x seed; device cpu"
             )
         hidden = "/".join(str(units) for units in shared["hidden"])
+        folds = "" if self.crowd_folds == 1 else f", crowd_folds {self.crowd_folds}"
         return (
             f"MLP with {hidden} hidden units (ReLU, dropout {shared['dropout']}), "
             f"{shared['optimizer']} lr {shared['lr']:g}, weight decay "
             f"{shared['weight_decay']:g}, batch {shared['batch_size']} tasks, "
-            f"max_epochs {self.max_epochs}; EM learners: one network epoch per EM "
+            f"max_epochs {self.max_epochs}{folds}; EM learners: one network epoch per EM "
             f"iteration, at most {self.max_epochs} iterations, stop when the "
             f"log-likelihood per annotation changes by < {self.tol:g}, "
             f"{self.n_restarts} restart(s) keeping the most likely; other method "
             "parameters at their defaults; random_state = "
             f"{SEED_STRIDE} x seed; device cpu"
         )
+
+    def _selection(self) -> str:
+        shared = TRAINING_PARAMS
+        if self.crowd_folds == 1:
+            return f"valid_share {shared['valid_share']}, refit {shared['refit']}"
+        return f"crowd_folds {self.crowd_folds}: cross-fitting, no refit"
 
 
 @dataclass(frozen=True)
@@ -291,8 +301,11 @@ def score_on_test(learner: BaseLearner, X: np.ndarray, y: np.ndarray) -> dict[st
 
 
 def learner_facts(learner: BaseLearner) -> dict[str, int]:
-    """Epochs run (of the kept restart) and the epoch whose weights were kept."""
-    return {"epochs_run": len(learner.history_), "best_epoch": int(learner.best_epoch_)}
+    """Epochs run (of the kept restart; with ``crowd_folds``, per fold) and the epoch
+    whose weights were kept."""
+    folds = getattr(learner, "fold_epochs_", None)
+    runs = len(learner.history_) / len(folds) if folds else len(learner.history_)
+    return {"epochs_run": runs, "best_epoch": int(learner.best_epoch_)}
 
 
 def not_registered(method: Method) -> dict[str, str]:

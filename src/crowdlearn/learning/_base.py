@@ -38,7 +38,9 @@ from crowdlearn.learning._validation import (
     CrowdValidation,
     TruthValidation,
     as_validator,
+    crowd_folds,
     crowd_split,
+    pooled_temperature,
     warn_too_small,
 )
 
@@ -74,6 +76,7 @@ TRAINING_PARAMS: dict[str, Any] = {
     "resume": False,
     "standardize": "auto",
     "valid_share": 0.2,
+    "crowd_folds": 1,
     "crowd_criterion": "agreement",
     "refit": True,
     "calibrate": True,
@@ -129,6 +132,18 @@ class BaseLearner(BaseEstimator):
     valid_share : float, default 0.2
         With ``valid="crowd"``: the share of the annotated training tasks held out
         (stratified by their majority-vote class, seeded by ``random_state``).
+    crowd_folds : int, default 1
+        With ``valid="crowd"``: 1 holds out one share (``valid_share``) to choose the
+        epoch, then refits. ``k >= 2`` cross-fits instead: the annotated tasks are split
+        into ``k`` folds (stratified by majority-vote class, seeded by
+        ``random_state``), ``k`` classifiers each train on the other folds with the
+        epoch chosen on their own fold (seeds ``random_state + 7919 * fold``), and
+        ``predict_proba`` averages their log-probabilities, with one temperature fitted
+        on every fold's held-out tasks. Every task is used for selection and for
+        training, and the average smooths the seed and selection noise of one fit;
+        ``valid_share`` and ``refit`` do not apply. It costs about ``k`` fits on
+        ``(k - 1) / k`` of the tasks (``crowdlearn bench crowd-folds`` compares it with
+        one share and a refit).
     crowd_criterion : {"agreement", "likelihood"}, default "agreement"
         With ``valid="crowd"``: score epochs by the classifier's agreement with
         Dawid-Skene on the held-out tasks, or by the held-out annotations'
@@ -168,7 +183,8 @@ class BaseLearner(BaseEstimator):
         method-specific columns.
     best_epoch_ : int
         Epoch whose weights were kept (the last one without validation data; with
-        ``refit``, the number of epochs of the refit).
+        ``refit``, the number of epochs of the refit; with ``crowd_folds``, the median
+        over the folds).
     scaler_ : (ndarray, ndarray) or None
         Mean and scale the inputs were standardised with (see ``standardize``).
     temperature_ : float
@@ -187,6 +203,11 @@ class BaseLearner(BaseEstimator):
     selection_history_ : DataFrame or None
         With ``refit``: the history of the fit on the training share that chose the
         number of epochs.
+    fold_epochs_ : list of int or None
+        With ``crowd_folds >= 2``: the epoch chosen on each fold (``history_`` then
+        holds every fold's epochs, with a ``fold`` column; ``selection_score_`` is the
+        folds' mean; the noise model and the other fitted attributes are the last
+        fold's).
     """
 
     #: Whether the method needs worker identities.
@@ -285,13 +306,18 @@ class BaseLearner(BaseEstimator):
             )
         data, scaler = standardised(data, self.standardize)
         self.scaler_, self.temperature_ = None, 1.0  # during training: raw outputs
-        self.selection_history_, self.temperatures_ = None, None
+        self.selection_history_, self.temperatures_, self.fold_epochs_ = None, None, None
         temperature = 1.0
+        folds = _check_folds(self.crowd_folds)
         if isinstance(valid, str):
             if valid != "crowd":
                 raise CrowdDataError(
                     f"valid must be 'crowd', None or an (X, y) pair, got {valid!r}"
                 )
+            if folds > 1:
+                self._cross_fit(data, folds)
+                self.scaler_ = scaler
+                return
             split = crowd_split(data, self.valid_share, self.random_state)
             if split is None:
                 warn_too_small(data, self.valid_share)
@@ -331,6 +357,45 @@ class BaseLearner(BaseEstimator):
             if self.calibrate and isinstance(validator, TruthValidation):
                 temperature = truth_temperature(self, validator)
         self.scaler_, self.temperature_ = scaler, temperature
+
+    def _cross_fit(self, data: CrowdData, n_folds: int) -> None:
+        """``crowd_folds >= 2``: one classifier per fold, averaged (see the class doc)."""
+        splits = crowd_folds(data, n_folds, self.random_state)
+        if splits is None:
+            warn_too_small(data, 1 / n_folds)
+            self._fit(data, None)
+            self.validation_ = "none (too few tasks)"
+            self.selection_score_, self.selected_epoch_ = None, self.best_epoch_
+            self.temperature_ = 1.0
+            return
+        classifiers, epochs, scores, histories = [], [], [], []
+        losses: dict[str, list[Any]] = {"agreement": [], "likelihood": []}
+        seed = self.random_state
+        try:
+            for fold, (train, validator) in enumerate(splits):
+                self.random_state = seed + FOLD_SEED_STEP * fold
+                with self._checkpoints(f"fold-{fold}"):
+                    self._fit(train, validator)
+                classifiers.append(self.module_["classifier"])
+                epochs.append(int(self.best_epoch_))
+                scores.append(float(self.valid_score_))
+                histories.append(self.history_.assign(fold=fold))
+                for criterion, functions in losses.items():
+                    functions.append(validator.temperature_loss(self, criterion))
+        finally:
+            self.random_state = seed
+        # the temperatures first: the last fold's likelihood reads its own classifier
+        self.temperatures_ = {name: pooled_temperature(f) for name, f in losses.items()}
+        self.temperature_ = (
+            self.temperatures_[calibration_criterion(self.calibrate)] if self.calibrate else 1.0
+        )
+        self.module_["classifier"] = FoldAverage(classifiers)
+        self.fold_epochs_ = epochs
+        self.best_epoch_ = self.selected_epoch_ = int(np.median(epochs))
+        self.valid_score_ = self.selection_score_ = float(np.mean(scores))
+        history = pd.concat(histories, ignore_index=True)
+        self.history_ = history[["fold", *(c for c in history.columns if c != "fold")]]
+        self.validation_ = "crowd"
 
     @contextlib.contextmanager
     def _checkpoints(self, part: str) -> Iterator[None]:
@@ -421,6 +486,7 @@ class BaseLearner(BaseEstimator):
             "temperature": getattr(self, "temperature_", 1.0),
             "temperatures": getattr(self, "temperatures_", None),
             "validation": getattr(self, "validation_", "none"),
+            "fold_epochs": getattr(self, "fold_epochs_", None),
         }
 
     @classmethod
@@ -439,7 +505,16 @@ class BaseLearner(BaseEstimator):
         learner = cls(**payload["params"])
         learner._shape_ = payload["shape"]
         learner.classes_ = payload["classes"]
-        learner.module_ = learner._build_module(*payload["shape"]).to(device)
+        learner.module_ = learner._build_module(*payload["shape"])
+        learner.fold_epochs_ = payload.get("fold_epochs")
+        if learner.fold_epochs_:
+            learner.module_["classifier"] = FoldAverage(
+                [
+                    learner._build_module(*payload["shape"])["classifier"]
+                    for _ in learner.fold_epochs_
+                ]
+            )
+        learner.module_ = learner.module_.to(device)
         learner.module_.load_state_dict(payload["module"])
         learner.history_ = payload["history"]
         learner.best_epoch_ = payload["best_epoch"]
@@ -515,6 +590,28 @@ class BaseLearner(BaseEstimator):
     def _check_fitted(self) -> None:
         if not hasattr(self, "module_"):
             raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit(data)")
+
+
+#: Seed offset between the folds of ``crowd_folds`` (a prime, as in ``Ensemble``).
+FOLD_SEED_STEP = 7919
+
+
+class FoldAverage(nn.Module):
+    """The classifiers of ``crowd_folds`` cross-fitting as one classifier: the mean of
+    their log-probabilities (the logits of their normalised geometric mean)."""
+
+    def __init__(self, members: list[nn.Module]) -> None:
+        super().__init__()
+        self.members = nn.ModuleList(members)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.stack([torch.log_softmax(m(x), dim=1) for m in self.members]).mean(dim=0)
+
+
+def _check_folds(folds: Any) -> int:
+    if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 1:
+        raise ValueError(f"crowd_folds must be an integer >= 1, got {folds!r}")
+    return int(folds)
 
 
 def training_inputs(data: CrowdData) -> TaskInputs:

@@ -220,16 +220,16 @@ class CrowdValidation:
         one (two-stage networks, DL-EM), or whose own likelihood does not read the
         logits (Doctor Net), use the agreement.
         """
-        from scipy.optimize import minimize_scalar
+        return pooled_temperature([self.temperature_loss(learner, criterion)])
 
+    def temperature_loss(self, learner: Any, criterion: str = "agreement") -> Any:
+        """Minus the held-out likelihood of :meth:`fit_temperature` as a function of
+        ``log T``, for the learner's current classifier (its logits are computed now,
+        so the function keeps scoring this classifier after the learner is refitted)."""
         if criterion not in ("agreement", "likelihood"):
             raise ValueError(f"criterion must be 'agreement' or 'likelihood', got {criterion!r}")
         loss = self._own_loss(learner) if criterion == "likelihood" else None
-        if loss is None:
-            loss = self._agreement_loss(learner)
-        low, high = np.log(TEMPERATURE_RANGE)
-        result = minimize_scalar(loss, bounds=(low, high), method="bounded")
-        return float(np.exp(result.x))
+        return self._agreement_loss(learner) if loss is None else loss
 
     def _agreement_loss(self, learner: Any) -> Any:
         from scipy.special import log_softmax, logsumexp
@@ -283,6 +283,18 @@ class CrowdValidation:
         return None if loss(None) is None else loss
 
 
+def pooled_temperature(losses: list[Any]) -> float:
+    """The temperature minimising the sum of :meth:`CrowdValidation.temperature_loss`
+    functions (one per held-out share: cross-fitting pools its folds)."""
+    from scipy.optimize import minimize_scalar
+
+    low, high = np.log(TEMPERATURE_RANGE)
+    result = minimize_scalar(
+        lambda log_t: sum(loss(log_t) for loss in losses), bounds=(low, high), method="bounded"
+    )
+    return float(np.exp(result.x))
+
+
 # ---------------------------------------------------------------------- building
 
 
@@ -317,6 +329,47 @@ def crowd_split(
     train = data.select_tasks(np.flatnonzero(keep))
     held_data = data.select_tasks(held)
     return train, CrowdValidation(held_data, held, _ds_table(data, held))
+
+
+def crowd_folds(
+    data: CrowdData, n_folds: int, seed: int
+) -> list[tuple[CrowdData, CrowdValidation]] | None:
+    """Split the annotated tasks into ``n_folds`` folds for cross-fitting (stratified by
+    majority-vote class as in :func:`crowd_split`, seeded); None when a fold would hold
+    fewer than :data:`MIN_HELD_TASKS` tasks.
+
+    Returns, per fold, the training part (every task outside the fold, annotated or
+    not) and the validator of the fold's tasks. Every annotated task is held out by
+    exactly one fold; Dawid-Skene is fitted once, on every annotation.
+    """
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    if isinstance(n_folds, bool) or not isinstance(n_folds, (int, np.integer)) or n_folds < 2:
+        raise ValueError(f"the number of folds must be an integer >= 2, got {n_folds!r}")
+    annotated = np.flatnonzero(data.feedback_effort > 0)
+    if len(annotated) // n_folds < MIN_HELD_TASKS:
+        return None
+    rng = np.random.default_rng(seed)
+    counts = data.vote_counts.toarray()[annotated]
+    strata = np.argmax(counts + rng.uniform(0, 0.5, size=counts.shape), axis=1)
+    _, sizes = np.unique(strata, return_counts=True)
+    splitter_seed = int(seed) % (2**32)
+    if sizes.min() >= n_folds:
+        splits = StratifiedKFold(n_folds, shuffle=True, random_state=splitter_seed).split(
+            annotated, strata
+        )
+    else:
+        splits = KFold(n_folds, shuffle=True, random_state=splitter_seed).split(annotated)
+    table = _ds_table(data, annotated)
+    folds = []
+    for _, held_rows in splits:
+        held_rows = np.sort(held_rows)
+        held = annotated[held_rows]
+        keep = np.ones(data.n_tasks, dtype=bool)
+        keep[held] = False
+        validator = CrowdValidation(data.select_tasks(held), held, table[held_rows])
+        folds.append((data.select_tasks(np.flatnonzero(keep)), validator))
+    return folds
 
 
 def _ds_table(data: CrowdData, held: np.ndarray) -> np.ndarray:
