@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 
 import numpy as np
@@ -271,6 +272,17 @@ def test_learn_crowd_validation_options_reach_the_learner(simulated):
     assert summary["params"]["standardize"] == "True" and summary["standardized"] is True
     assert summary["validation"] == "crowd" and summary["temperature"] == 1.0
     assert "valid_crowd_ll" in history[0]  # no refit: the selection's own history
+
+
+def test_learn_crowd_folds_cross_fits_and_reports_every_fold(simulated):
+    summary, history = _learn_and_summary(
+        simulated, "crowdlayer", "--epochs", 2, "--crowd-folds", 3
+    )
+    assert summary["params"]["crowd_folds"] == "3" and summary["validation"] == "crowd"
+    rows = list(csv.DictReader(history))
+    assert sorted({row["fold"] for row in rows}) == ["0", "1", "2"]
+    assert len(summary["fold_epochs"]) == 3 and summary["epochs_run"] == len(rows) == 6
+    assert summary["best_epoch"] == int(np.median(summary["fold_epochs"]))
 
 
 def test_learn_valid_file_and_its_older_spelling_agree(simulated):

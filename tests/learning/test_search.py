@@ -126,6 +126,14 @@ def test_refit_false_keeps_the_winning_fit(crowd):
     assert model.selection_score_ == result.best_score
 
 
+def test_cross_fitted_points_keep_the_winning_fit(crowd):
+    data, _, _ = crowd
+    result = search("crowdlayer", {"lr": [1e-3, 3e-2]}, data, crowd_folds=3, **FAST)
+    model = result.best_learner
+    assert len(model.fold_epochs_) == 3  # no refit after a cross-fitted winner
+    assert model.selection_score_ == result.best_score
+
+
 def test_truth_validation_pairs_and_text_values(crowd):
     """With ``valid=(X, y)`` the seed may vary; text values convert like --param."""
     data, X, y = crowd
@@ -152,6 +160,7 @@ def test_truth_validation_pairs_and_text_values(crowd):
         ({"refit": [True, False]}, {}, ValueError, "refit"),
         ({"random_state": [0, 1]}, {}, ValueError, "random_state"),
         ({"valid_share": [0.2, 0.3]}, {}, ValueError, "valid_share"),
+        ({"crowd_folds": [1, 3]}, {}, ValueError, "crowd_folds"),
     ],
 )
 def test_bad_grids_fail_before_any_fit(crowd, monkeypatch, grid, fixed, error, message):

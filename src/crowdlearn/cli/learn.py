@@ -192,6 +192,7 @@ def learning_outputs(model: Any, data: CrowdData, test: Any) -> dict[str, Any]:
             "epochs_run": len(model.history_),
             "validation": getattr(model, "validation_", "none"),
             "selected_epoch": _int_or_none(getattr(model, "selected_epoch_", None)),
+            "fold_epochs": getattr(model, "fold_epochs_", None),
             "selection_score": _float_or_none(getattr(model, "selection_score_", None)),
             "temperature": float(getattr(model, "temperature_", 1.0)),
             "temperatures": getattr(model, "temperatures_", None),
@@ -292,6 +293,13 @@ def _float_or_none(value: Any) -> float | None:
     "--valid-share",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     help="With --valid crowd: the share of the annotated tasks held out (default 0.2).",
+)
+@click.option(
+    "--crowd-folds",
+    type=click.IntRange(min=1),
+    help="With --valid crowd: cross-fit K classifiers, each trained on the other folds "
+    "of the annotated tasks with its epoch chosen on its own fold, and average them "
+    "(default 1: one held-out share, then a refit).",
 )
 @click.option(
     "--refit/--no-refit",

@@ -378,7 +378,7 @@ class BaseLearner(BaseEstimator):
                     self._fit(train, validator)
                 classifiers.append(self.module_["classifier"])
                 epochs.append(int(self.best_epoch_))
-                scores.append(float(self.valid_score_))
+                scores.append(getattr(self, "valid_score_", None))
                 histories.append(self.history_.assign(fold=fold))
                 for criterion, functions in losses.items():
                     functions.append(validator.temperature_loss(self, criterion))
@@ -392,7 +392,8 @@ class BaseLearner(BaseEstimator):
         self.module_["classifier"] = FoldAverage(classifiers)
         self.fold_epochs_ = epochs
         self.best_epoch_ = self.selected_epoch_ = int(np.median(epochs))
-        self.valid_score_ = self.selection_score_ = float(np.mean(scores))
+        known = [float(score) for score in scores if score is not None]
+        self.valid_score_ = self.selection_score_ = float(np.mean(known)) if known else None
         history = pd.concat(histories, ignore_index=True)
         self.history_ = history[["fold", *(c for c in history.columns if c != "fold")]]
         self.validation_ = "crowd"

@@ -8,10 +8,10 @@ held-out annotations' log-likelihood per annotation, with ``valid=(X, y)`` the
 validation accuracy (or minus the log-loss). ``data.truth`` is never read.
 
 With ``valid="crowd"`` every point holds out the same tasks: the held-out share is a
-deterministic function of the data, ``valid_share`` and ``random_state`` (see
-:func:`crowdlearn.learning._validation.crowd_split`), so the search refuses to vary
-those two in the grid and checks that every fitted point used the same values; the
-scores are then comparable.
+deterministic function of the data, ``valid_share``, ``crowd_folds`` and
+``random_state`` (see :func:`crowdlearn.learning._validation.crowd_split` and
+``crowd_folds``), so the search refuses to vary those in the grid and checks that
+every fitted point used the same values; the scores are then comparable.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from crowdlearn.learning._registry import make_learner
 
 #: Parameters whose values decide the held-out tasks of ``valid="crowd"``: a grid may
 #: not vary them, or the points would be scored on different tasks.
-SPLIT_PARAMS = ("random_state", "valid_share")
+SPLIT_PARAMS = ("random_state", "valid_share", "crowd_folds")
 #: Parameters the search sets itself.
 RESERVED = ("refit",)
 
@@ -262,7 +262,12 @@ def _final(
     setting would not retrain (same seed, same fit), else a new fit."""
     options = {} if refit is None else {"refit": refit}
     learner = make_learner(spec, **fixed, **best_params, **options)
-    retrains = bool(learner.refit) and _is_crowd(valid) and learner._refit_supported
+    retrains = (
+        bool(learner.refit)
+        and _is_crowd(valid)
+        and learner._refit_supported
+        and learner.crowd_folds == 1  # cross-fitting has no refit
+    )
     if not retrains:
         winner.set_params(refit=learner.refit)  # as the user asked; it changes nothing here
         return winner
