@@ -98,10 +98,9 @@ def test_each_fold_is_the_fit_of_its_own_split_and_prediction_averages_them(crow
         assert model.fold_epochs_[fold] == int(np.argmax(scores)) + 1
         members.append(alone.predict_proba(X))
     assert model.best_epoch_ == int(np.median(model.fold_epochs_))
-    # predict_proba: softmax of the members' mean log-probability over the temperature
-    mean_log = np.mean([np.log(p) for p in members], axis=0)
-    expected = softmax(mean_log / model.temperature_, axis=1)
-    np.testing.assert_allclose(model.predict_proba(X), expected, atol=1e-5)
+    # predict_proba: the mean of the members' probabilities at the temperature
+    at_t = [softmax(np.log(p) / model.temperature_, axis=1) for p in members]
+    np.testing.assert_allclose(model.predict_proba(X), np.mean(at_t, axis=0), atol=1e-5)
 
 
 def test_pooled_temperature_maximises_every_folds_likelihood_together(crowd):
@@ -184,3 +183,29 @@ def test_every_registered_learner_cross_fits_and_round_trips(name, tmp_path):
     np.testing.assert_allclose(
         BaseLearner.load(tmp_path / "m.pt").predict_proba(X), proba, atol=1e-6
     )
+
+
+class _Fixed(torch.nn.Module):
+    def __init__(self, logits):
+        super().__init__()
+        self.logits = torch.tensor(logits, dtype=torch.float32)
+
+    def forward(self, x):
+        return self.logits.expand(len(x), -1)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(0.2, 5.0), st.lists(st.floats(-8, 8), min_size=9, max_size=9))
+def test_fold_average_is_the_mean_of_the_calibrated_members(temperature, values):
+    members = [_Fixed(values[i : i + 3]) for i in (0, 3, 6)]
+    average = FoldAverage(members, temperature)
+    out = average(torch.zeros(2, 1)).double()
+    proba = torch.softmax(out / temperature, dim=1).numpy()
+    expected = np.mean([softmax(np.array(values[i : i + 3]) / temperature) for i in (0, 3, 6)], 0)
+    np.testing.assert_allclose(proba[0], expected, atol=1e-5)
+
+
+def test_one_member_without_a_class_lowers_it_by_its_share_and_does_not_veto_it():
+    sure, dead = [4.0, 0.0, 0.0], [-20.0, 4.0, 0.0]  # the second never predicts class 0
+    proba = torch.softmax(FoldAverage([_Fixed(sure)] * 4 + [_Fixed(dead)])(torch.zeros(1, 1)), 1)
+    assert proba.argmax().item() == 0 and proba[0, 0].item() > 0.7

@@ -133,8 +133,9 @@ def _selection_note(recipe: Recipe) -> str:
         f"no truth is used for any choice: crowd_folds={recipe.crowd_folds} splits the "
         "annotated training tasks into that many folds (stratified by their majority "
         "class); one classifier per fold trains on the other folds with the epoch of best "
-        "Dawid-Skene agreement on its own fold, predict_proba averages their "
-        "log-probabilities, and one temperature is fitted on every fold's held-out tasks"
+        "Dawid-Skene agreement on its own fold; one temperature is fitted on every "
+        "fold's held-out tasks, and predict_proba averages the classifiers' probabilities "
+        "at that temperature"
     )
 
 

@@ -138,12 +138,13 @@ class BaseLearner(BaseEstimator):
         into ``k`` folds (stratified by majority-vote class, seeded by
         ``random_state``), ``k`` classifiers each train on the other folds with the
         epoch chosen on their own fold (seeds ``random_state + 7919 * fold``), and
-        ``predict_proba`` averages their log-probabilities, with one temperature fitted
-        on every fold's held-out tasks. Every task is used for selection and for
-        training, and the average smooths the seed and selection noise of one fit;
-        ``valid_share`` and ``refit`` do not apply. It costs about ``k`` fits on
-        ``(k - 1) / k`` of the tasks (``crowdlearn bench crowd-folds`` compares it with
-        one share and a refit).
+        ``predict_proba`` averages their probabilities, each at one temperature fitted
+        on every fold's held-out tasks (see :class:`FoldAverage`). Every task is used
+        for selection and for training, and the average smooths the seed and
+        selection noise of one fit; ``valid_share`` and ``refit`` do not apply. It
+        costs about ``k`` fits on ``(k - 1) / k`` of the tasks (``crowdlearn bench
+        labelme|music --protocol no-truth-folds`` compares it with one share and a
+        refit).
     crowd_criterion : {"agreement", "likelihood"}, default "agreement"
         With ``valid="crowd"``: score epochs by the classifier's agreement with
         Dawid-Skene on the held-out tasks, or by the held-out annotations'
@@ -389,7 +390,7 @@ class BaseLearner(BaseEstimator):
         self.temperature_ = (
             self.temperatures_[calibration_criterion(self.calibrate)] if self.calibrate else 1.0
         )
-        self.module_["classifier"] = FoldAverage(classifiers)
+        self.module_["classifier"] = FoldAverage(classifiers, self.temperature_)
         self.fold_epochs_ = epochs
         self.best_epoch_ = self.selected_epoch_ = int(np.median(epochs))
         known = [float(score) for score in scores if score is not None]
@@ -599,14 +600,25 @@ FOLD_SEED_STEP = 7919
 
 class FoldAverage(nn.Module):
     """The classifiers of ``crowd_folds`` cross-fitting as one classifier: the mean of
-    their log-probabilities (the logits of their normalised geometric mean)."""
+    their probabilities, each at the learner's temperature ``T``.
 
-    def __init__(self, members: list[nn.Module]) -> None:
+    Its output is ``T * log(mean_f softmax(z_f / T))``, so that ``predict_proba``'s
+    ``softmax(output / T)`` is exactly the mean of the calibrated members'
+    probabilities (``T`` is a buffer, saved with the weights). The arithmetic mean, not
+    the geometric one: one member that has not yet learned a class (the Crowd Layer
+    sometimes ends its selected epoch with a class it never predicts) then lowers that
+    class's probability by a share, instead of vetoing it.
+    """
+
+    def __init__(self, members: list[nn.Module], temperature: float = 1.0) -> None:
         super().__init__()
         self.members = nn.ModuleList(members)
+        self.register_buffer("temperature", torch.tensor(float(temperature)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.stack([torch.log_softmax(m(x), dim=1) for m in self.members]).mean(dim=0)
+        t = self.temperature
+        logs = torch.stack([torch.log_softmax(m(x) / t, dim=1) for m in self.members])
+        return t * (torch.logsumexp(logs, dim=0) - float(np.log(len(self.members))))
 
 
 def _check_folds(folds: Any) -> int:
