@@ -139,14 +139,14 @@ class Recipe:
     tol: float = 1e-4
     #: Pin :data:`PAPER_SETTINGS` (the paper-reproduction benchmarks).
     paper: bool = False
-    #: ``crowd_folds`` of every learner (1, the default: one held-out share and a refit).
-    crowd_folds: int = 1
+    #: ``crowd_folds`` of every learner (None: the learners' default).
+    crowd_folds: int | None = None
 
     def params(self, method: Method, seed: int) -> dict[str, Any]:
         """Constructor parameters of ``method``'s learner for benchmark seed ``seed``
         (``max_epochs`` None: every setting at the learner's default)."""
         params: dict[str, Any] = {"random_state": SEED_STRIDE * seed, "device": "cpu"}
-        if self.crowd_folds != 1:
+        if self.crowd_folds is not None:
             params["crowd_folds"] = self.crowd_folds
         if self.max_epochs is None:
             return params
@@ -173,7 +173,7 @@ class Recipe:
                 f"learners: one restart; random_state = {SEED_STRIDE} x seed; device cpu"
             )
         hidden = "/".join(str(units) for units in shared["hidden"])
-        folds = "" if self.crowd_folds == 1 else f", crowd_folds {self.crowd_folds}"
+        folds = "" if self.crowd_folds is None else f", crowd_folds {self.crowd_folds}"
         return (
             f"MLP with {hidden} hidden units (ReLU, dropout {shared['dropout']}), "
             f"{shared['optimizer']} lr {shared['lr']:g}, weight decay "
@@ -188,9 +188,14 @@ class Recipe:
 
     def _selection(self) -> str:
         shared = TRAINING_PARAMS
-        if self.crowd_folds == 1:
-            return f"valid_share {shared['valid_share']}, refit {shared['refit']}"
-        return f"crowd_folds {self.crowd_folds}: cross-fitting, no refit"
+        if self.folds == 1:
+            return f"crowd_folds 1: valid_share {shared['valid_share']}, refit {shared['refit']}"
+        return f"crowd_folds {self.folds}: cross-fitting, no refit"
+
+    @property
+    def folds(self) -> int:
+        """The ``crowd_folds`` the learners get (theirs by default)."""
+        return TRAINING_PARAMS["crowd_folds"] if self.crowd_folds is None else self.crowd_folds
 
 
 @dataclass(frozen=True)

@@ -146,7 +146,7 @@ def run(
 
 
 #: Protocols of ``--protocol`` besides the default ("valid": each benchmark as it is).
-PROTOCOLS = ("valid", "no-truth", "no-truth-folds")
+PROTOCOLS = ("valid", "no-truth", "no-truth-share")
 
 
 def protocol_name(name: str, protocol: str | None) -> str:

@@ -34,12 +34,12 @@ from crowdlearn.cli._app import cli
 )
 @click.option(
     "--protocol",
-    type=click.Choice(["valid", "no-truth", "no-truth-folds"]),
+    type=click.Choice(["valid", "no-truth", "no-truth-share"]),
     default="valid",
     show_default=True,
     help="no-truth: every learner with its defaults and no truth for model selection "
-    "(labelme, music); writes NAME-no-truth.csv/md. no-truth-folds: the same with "
-    "5-fold crowd cross-fitting (crowd_folds=5); writes NAME-no-truth-folds.csv/md.",
+    "(labelme, music); writes NAME-no-truth.csv/md. no-truth-share: the same with one "
+    "held-out share and a refit (crowd_folds=1); writes NAME-no-truth-share.csv/md.",
 )
 @click.option("--list", "list_", is_flag=True, help="List the benchmarks and exit.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")

@@ -292,20 +292,21 @@ def _float_or_none(value: Any) -> float | None:
 @click.option(
     "--valid-share",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    help="With --valid crowd: the share of the annotated tasks held out (default 0.2).",
+    help="With --valid crowd and --crowd-folds 1: the share of the annotated tasks held "
+    "out (default 0.2).",
 )
 @click.option(
     "--crowd-folds",
     type=click.IntRange(min=1),
     help="With --valid crowd: cross-fit K classifiers, each trained on the other folds "
     "of the annotated tasks with its epoch chosen on its own fold, and average them "
-    "(default 1: one held-out share, then a refit).",
+    "(default 5; 1: one held-out share, --valid-share, then a refit).",
 )
 @click.option(
     "--refit/--no-refit",
     default=None,
-    help="With --valid crowd: train again on every task for the selected number of "
-    "epochs (default: the method's default).",
+    help="With --valid crowd and --crowd-folds 1: train again on every task for the "
+    "selected number of epochs (default: the method's default).",
 )
 @click.option(
     "--calibrate/--no-calibrate",

@@ -76,7 +76,7 @@ TRAINING_PARAMS: dict[str, Any] = {
     "resume": False,
     "standardize": "auto",
     "valid_share": 0.2,
-    "crowd_folds": 1,
+    "crowd_folds": 5,
     "crowd_criterion": "agreement",
     "refit": True,
     "calibrate": True,
@@ -130,32 +130,34 @@ class BaseLearner(BaseEstimator):
         (see :func:`needs_scaling`), and leaves images (inputs of more than one
         dimension) and features already on one scale (embeddings, pixels) as they are.
     valid_share : float, default 0.2
-        With ``valid="crowd"``: the share of the annotated training tasks held out
-        (stratified by their majority-vote class, seeded by ``random_state``).
-    crowd_folds : int, default 1
-        With ``valid="crowd"``: 1 holds out one share (``valid_share``) to choose the
-        epoch, then refits. ``k >= 2`` cross-fits instead: the annotated tasks are split
+        With ``valid="crowd"`` and ``crowd_folds=1``: the share of the annotated
+        training tasks held out (stratified by their majority-vote class, seeded by
+        ``random_state``).
+    crowd_folds : int, default 5
+        With ``valid="crowd"``: ``k >= 2`` cross-fits: the annotated tasks are split
         into ``k`` folds (stratified by majority-vote class, seeded by
         ``random_state``), ``k`` classifiers each train on the other folds with the
         epoch chosen on their own fold (seeds ``random_state + 7919 * fold``), and
         ``predict_proba`` averages their probabilities, each at one temperature fitted
         on every fold's held-out tasks (see :class:`FoldAverage`). Every task is used
         for selection and for training, and the average smooths the seed and
-        selection noise of one fit; ``valid_share`` and ``refit`` do not apply. It
-        costs about ``k`` fits on ``(k - 1) / k`` of the tasks (``crowdlearn bench
-        labelme|music --protocol no-truth-folds`` compares it with one share and a
-        refit).
+        selection noise of one fit; ``valid_share`` and ``refit`` do not apply. 1
+        holds out one share (``valid_share``) to choose the epoch, then refits (the
+        default before 5 folds; ``crowdlearn bench labelme|music --protocol
+        no-truth-share`` runs it). Five folds cost about five fits on 80% of the tasks,
+        about the wall time of one share and a refit with early stopping.
     crowd_criterion : {"agreement", "likelihood"}, default "agreement"
         With ``valid="crowd"``: score epochs by the classifier's agreement with
         Dawid-Skene on the held-out tasks, or by the held-out annotations'
         likelihood under the learner's own noise model (see
         :mod:`crowdlearn.learning._validation` for why the agreement is the default).
     refit : bool, default True
-        With ``valid="crowd"``: after choosing the number of epochs on the held-out
-        share, train again on every task for that many epochs (learners with rounds
-        or stages, Self-Crowd, DL-CL+Self, CrowdInG and ICED, keep the model trained
-        on the training share). It costs about twice the time; ``crowdlearn bench
-        learning-defaults`` compares it with keeping the training share's model.
+        With ``valid="crowd"`` and ``crowd_folds=1``: after choosing the number of
+        epochs on the held-out share, train again on every task for that many epochs
+        (learners with rounds or stages, Self-Crowd, DL-CL+Self, CrowdInG and ICED,
+        keep the model trained on the training share). It costs about twice the
+        time; ``crowdlearn bench learning-defaults`` compares it with keeping the
+        training share's model.
         Fitted attributes about the training tasks (``targets_``...) refer to the data
         given to the last training: every task after a refit, the training share
         otherwise.
@@ -260,12 +262,13 @@ class BaseLearner(BaseEstimator):
             How the epoch (and, in EM learners, the restart) whose weights are kept is
             chosen:
 
-            * ``"crowd"``: without any truth, on a held-out share of the training
-              tasks (``valid_share``), by the classifier's agreement with Dawid-Skene
+            * ``"crowd"``: without any truth, on held-out training tasks (each of
+              ``crowd_folds`` folds in turn, or one share, ``valid_share``, with
+              ``crowd_folds=1``), by the classifier's agreement with Dawid-Skene
               there, or by the held-out annotations' likelihood under the learner's
               noise model (``crowd_criterion``; see
-              :mod:`crowdlearn.learning._validation`); ``refit`` then trains again on
-              every task, and ``calibrate`` fits the temperature;
+              :mod:`crowdlearn.learning._validation`); with one share ``refit`` then
+              trains again on every task; ``calibrate`` fits the temperature;
             * ``None``: no selection, the last epoch is kept;
             * ``(X, y)``: validation instances and their class codes (as returned by
               :func:`crowdlearn.datasets.load`). Never pass the test split here.
