@@ -60,9 +60,11 @@ def test_learn_from_a_peerannot_folder_writes_model_history_predictions(simulate
     )
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["method"] == "CrowdLayer" and summary["epochs_run"] == 2
+    # the default crowd_folds=5: two epochs in each of five folds
+    assert summary["method"] == "CrowdLayer" and summary["epochs_run"] == 10
     assert 0.0 <= summary["test_accuracy"] <= 1.0
-    assert len(pd.read_csv(out / "history.csv")) == 2
+    history = pd.read_csv(out / "history.csv")
+    assert len(history) == 10 and history["fold"].tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
     predictions = pd.read_csv(out / "predictions.csv")
     assert len(predictions) == 25 and set(predictions.columns) >= {"instance", "label", "0"}
     np.testing.assert_allclose(
@@ -181,7 +183,8 @@ def test_learn_self_crowd(simulated):
     )  # fmt: skip
     assert summary["method"] == "SelfCrowd" and summary["params"]["selection"] == "'random'"
     assert summary["validation"] == "crowd"
-    assert history[0].startswith("round,") and len(history) == 4
+    # three rounds (0, 1, 2) in each of the five folds
+    assert history[0].startswith("fold,round,") and len(history) == 1 + 5 * 3
 
 
 def test_learn_iced(simulated):
@@ -199,7 +202,8 @@ def test_learn_crowding(simulated):
         "--param", "gan_epochs=2", "--param", "updates_per_epoch=1", "--epochs", 2,
     )  # fmt: skip
     assert summary["method"] == "CrowdInG" and summary["params"]["info_loss"] == "False"
-    assert history[0].startswith("epoch,d_loss,g_loss,c_loss,info_loss") and len(history) == 4
+    assert history[0].startswith("fold,epoch,d_loss,g_loss,c_loss,info_loss")
+    assert len(history) == 1 + 5 * 3  # each fold: the 2 GAN epochs and the final fit
 
 
 @pytest.mark.parametrize(
@@ -248,7 +252,10 @@ def test_learn_selects_on_the_crowd_by_default(simulated):
     # "auto" standardises only features on very different scales; the simulated
     # features (scikit-learn's digits pixels, 0-16) are on one scale
     assert summary["standardized"] is False
-    assert len(history) == 1 + summary["best_epoch"]  # the refit's history
+    # every fold's epochs (each fold's early stop cannot come before epoch 2 here)
+    assert history[0].startswith("fold,epoch,") and len(history) == 1 + 5 * 2
+    assert len(summary["fold_epochs"]) == 5
+    assert summary["best_epoch"] == int(np.median(summary["fold_epochs"]))
 
 
 def test_learn_without_validation_and_without_the_extras(simulated):
@@ -328,7 +335,7 @@ def test_learn_fits_an_ensemble_and_saves_it_in_one_loadable_file(simulated):
         "--epochs", 2,
     )  # fmt: skip
     assert summary["method"] == "Ensemble" and summary["validation"] == "crowd"
-    assert history[0].startswith("member,spec,epoch")
+    assert history[0].startswith("member,spec,fold,epoch")
     model = BaseLearner.load(simulated / "out" / "model.pt")
     assert [m.max_epochs for m in model.members_] == [2, 2]
     assert model.members_[1].variant == "MW" and model.members_[1].init == "dawid-skene"

@@ -30,7 +30,9 @@ def crowd():
 @pytest.fixture(scope="module")
 def found(crowd):
     data, _, _ = crowd
-    return search("crowdlayer", {"lr": [1e-3, 3e-2], "weight_decay": [0.0, 1e-3]}, data, **FAST)
+    # one held-out share and a refit (cross-fitted searches: test_cross_fitted_points...)
+    grid = {"lr": [1e-3, 3e-2], "weight_decay": [0.0, 1e-3]}
+    return search("crowdlayer", grid, data, crowd_folds=1, **FAST)
 
 
 def _scores(result: SearchResult) -> pd.DataFrame:
@@ -77,7 +79,12 @@ def test_a_point_scores_as_its_own_fit(found, crowd):
     data, _, _ = crowd
     row = found.results.iloc[2]
     alone = make_learner(
-        "crowdlayer", lr=row["lr"], weight_decay=row["weight_decay"], refit=False, **FAST
+        "crowdlayer",
+        lr=row["lr"],
+        weight_decay=row["weight_decay"],
+        refit=False,
+        crowd_folds=1,
+        **FAST,
     ).fit(data)
     assert alone.selection_score_ == pytest.approx(row["score"], rel=1e-9)
     assert alone.selected_epoch_ == row["selected_epoch"]
@@ -85,7 +92,8 @@ def test_a_point_scores_as_its_own_fit(found, crowd):
 
 def test_the_same_seed_gives_the_same_search(found, crowd):
     data, _, _ = crowd
-    again = search("crowdlayer", {"lr": [1e-3, 3e-2], "weight_decay": [0.0, 1e-3]}, data, **FAST)
+    grid = {"lr": [1e-3, 3e-2], "weight_decay": [0.0, 1e-3]}
+    again = search("crowdlayer", grid, data, crowd_folds=1, **FAST)
     pd.testing.assert_frame_equal(_scores(again), _scores(found))
     assert again.best_params == found.best_params
 
@@ -113,9 +121,24 @@ def test_every_point_holds_out_the_same_tasks(crowd, monkeypatch):
         return split
 
     monkeypatch.setattr(base_module, "crowd_split", recording)
-    search("crowdlayer", {"lr": [1e-3, 1e-2, 3e-2]}, data, refit=False, **FAST)
+    search("crowdlayer", {"lr": [1e-3, 1e-2, 3e-2]}, data, refit=False, crowd_folds=1, **FAST)
     assert len(held) == 3 and held[0] == held[1] == held[2]
     assert 0 < len(held[0]) < data.n_tasks
+
+
+def test_every_cross_fitted_point_uses_the_same_folds(crowd, monkeypatch):
+    data, _, _ = crowd
+    folds = []
+    original = base_module.crowd_folds
+
+    def recording(data, n_folds, seed):
+        split = original(data, n_folds, seed)
+        folds.append([validator.held_tasks.tolist() for _, validator in split])
+        return split
+
+    monkeypatch.setattr(base_module, "crowd_folds", recording)
+    search("crowdlayer", {"lr": [1e-3, 3e-2]}, data, crowd_folds=3, **FAST)
+    assert len(folds) == 2 and folds[0] == folds[1] and len(folds[0]) == 3
 
 
 def test_refit_false_keeps_the_winning_fit(crowd):

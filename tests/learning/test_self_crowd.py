@@ -240,6 +240,7 @@ def test_cli_spec_reaches_the_quota(tmp_path):
     out = tmp_path / "out"
     spec = "self-crowd[quota=uniform,n_per_round=40,n_rounds=1]"
     args = ["learn", str(sim), "-s", spec, "--epochs", "1", "-o", str(out), "--quiet"]
+    args += ["--crowd-folds", "1"]  # one fit's history
     result = runner.invoke(cli, args)
     assert result.exit_code == 0, result.output
     model = BaseLearner.load(out / "model.pt")
@@ -286,10 +287,11 @@ def test_continue_retraining_and_checkpoints_per_round(imbalanced, tmp_path):
     model = SelfCrowd(
         n_per_round=50, n_rounds=2, retrain="continue", max_epochs=2, checkpoint_dir=tmp_path
     ).fit(crowd)
-    # crowd validation (the default) trains on the training share, in ``selection``
-    assert [p.name for p in tmp_path.iterdir()] == ["selection"]
-    rounds = sorted(p.name for p in (tmp_path / "selection").iterdir())
-    assert rounds == ["round-0", "round-1", "round-2"]
+    # crowd validation (the default) trains one model per fold, each in ``fold-i``
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"fold-{i}" for i in range(5)]
+    for fold in range(5):
+        rounds = sorted(p.name for p in (tmp_path / f"fold-{fold}").iterdir())
+        assert rounds == ["round-0", "round-1", "round-2"]
     assert model.confusions_.shape == (crowd.n_workers, 3, 3)
     again = SelfCrowd(
         n_per_round=50,

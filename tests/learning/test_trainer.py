@@ -249,10 +249,15 @@ def test_backbones_and_custom_modules():
     assert SmallCNN(1, 4)(torch.randn(2, 1, 9, 7)).shape == (2, 4)
     crowd, (X, _) = noisy_crowd()
     custom = torch.nn.Sequential(torch.nn.Linear(6, 3))
-    model = TwoStage(backbone=custom, max_epochs=2).fit(crowd)
+    model = TwoStage(backbone=custom, max_epochs=2, crowd_folds=1).fit(crowd)
     assert model.predict_proba(X).shape == (len(X), 3)
     assert torch.equal(custom[0].weight, custom[0].weight)  # the user's module is not trained
     assert not torch.equal(custom[0].weight, model.module_["classifier"][0].weight)
+    # cross-fitted (the default): one copy of the user's module per fold, each trained
+    folded = TwoStage(backbone=custom, max_epochs=2).fit(crowd)
+    members = folded.module_["classifier"].members
+    assert len(members) == 5 and all(isinstance(m, torch.nn.Sequential) for m in members)
+    assert not any(torch.equal(custom[0].weight, m[0].weight) for m in members)
 
 
 def test_learning_on_image_files_with_a_cnn(tmp_path):

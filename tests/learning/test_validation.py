@@ -101,15 +101,16 @@ def test_crowd_validation_never_reads_the_truth_and_is_deterministic(crowd, make
 
 def test_selection_keeps_the_best_held_out_epoch_and_refit_trains_that_long(crowd):
     data, _, _ = crowd
-    model = CrowdLayer(max_epochs=12, patience=None, refit=False).fit(data)
+    one = dict(max_epochs=12, patience=None, crowd_folds=1)  # one held-out share
+    model = CrowdLayer(**one, refit=False).fit(data)
     scores = model.history_["valid_ds_ll"].to_numpy()  # the default criterion: agreement
     assert model.selected_epoch_ == int(np.argmax(scores)) + 1
     assert model.selection_score_ == pytest.approx(scores.max())
-    own = CrowdLayer(max_epochs=12, patience=None, refit=False, crowd_criterion="likelihood")
+    own = CrowdLayer(**one, refit=False, crowd_criterion="likelihood")
     own.fit(data)
     likelihoods = own.history_["valid_crowd_ll"].to_numpy()
     assert own.selected_epoch_ == int(np.argmax(likelihoods)) + 1
-    refit = CrowdLayer(max_epochs=12, patience=None, refit=True).fit(data)
+    refit = CrowdLayer(**one, refit=True).fit(data)
     assert refit.selected_epoch_ == model.selected_epoch_
     assert len(refit.history_) == refit.selected_epoch_ == refit.best_epoch_
     assert len(refit.selection_history_) == 12
@@ -118,8 +119,11 @@ def test_selection_keeps_the_best_held_out_epoch_and_refit_trains_that_long(crow
 
 def test_patience_stops_a_crowd_validated_fit(crowd):
     data, _, _ = crowd
-    model = CrowdLayer(max_epochs=200, patience=3, refit=False).fit(data)
+    model = CrowdLayer(max_epochs=200, patience=3, refit=False, crowd_folds=1).fit(data)
     assert len(model.history_) <= model.selected_epoch_ + 3
+    folded = CrowdLayer(max_epochs=200, patience=3, crowd_folds=3).fit(data)
+    for fold, epoch in enumerate(folded.fold_epochs_):
+        assert len(folded.history_[folded.history_["fold"] == fold]) <= epoch + 3
 
 
 def test_standardisation_inside_equals_standardising_by_hand(crowd):
@@ -173,7 +177,9 @@ def test_truth_validation_calibrates_by_log_loss(crowd):
 
 def test_temperature_maximises_the_held_out_dawid_skene_likelihood(crowd):
     data, _, _ = crowd
-    model = CrowdLayer(max_epochs=5, refit=False, calibrate=False, standardize=True).fit(data)
+    model = CrowdLayer(
+        max_epochs=5, refit=False, calibrate=False, standardize=True, crowd_folds=1
+    ).fit(data)
     _, validation = crowd_split(data.with_features(_scaled(model, data)), 0.2, seed=0)
     best = validation.fit_temperature(model)
     logits = validation.held_logits(model)
@@ -230,7 +236,9 @@ def test_latent_class_likelihood_is_the_hand_computed_mixture(seed):
 
 def test_crowd_layer_score_is_its_held_out_cross_entropy(crowd):
     data, _, _ = crowd
-    model = CrowdLayer(max_epochs=3, refit=False, calibrate=False, standardize=True).fit(data)
+    model = CrowdLayer(
+        max_epochs=3, refit=False, calibrate=False, standardize=True, crowd_folds=1
+    ).fit(data)
     _, validation = crowd_split(data.with_features(_scaled(model, data)), 0.2, seed=0)
     row = validation.evaluate(model, model.module_, torch.device("cpu"))
     from crowdlearn.learning._batches import TaskBatcher
@@ -251,12 +259,12 @@ def test_crowd_layer_score_is_its_held_out_cross_entropy(crowd):
 
 def test_em_restarts_are_chosen_by_the_held_out_score(crowd):
     data, _, _ = crowd
-    model = DLEM(max_epochs=4, n_restarts=3, refit=False).fit(data)
+    model = DLEM(max_epochs=4, n_restarts=3, refit=False, crowd_folds=1).fit(data)
     scores = []
     for restart in range(3):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            run = DLEM(max_epochs=4, random_state=restart, refit=False).fit(data)
+            run = DLEM(max_epochs=4, random_state=restart, refit=False, crowd_folds=1).fit(data)
         scores.append(run.selection_score_)
     assert model.chosen_random_state_ == int(np.argmax(scores))
 
@@ -275,7 +283,9 @@ def test_bad_valid_values_are_refused(crowd):
 
 def test_own_likelihood_temperature_maximises_the_noise_models_held_out_likelihood(crowd):
     data, _, _ = crowd
-    model = CrowdLayer(max_epochs=5, refit=False, calibrate=False, standardize=True).fit(data)
+    model = CrowdLayer(
+        max_epochs=5, refit=False, calibrate=False, standardize=True, crowd_folds=1
+    ).fit(data)
     _, validation = crowd_split(data.with_features(_scaled(model, data)), 0.2, seed=0)
     best = validation.fit_temperature(model, "likelihood")
     held = validation.held

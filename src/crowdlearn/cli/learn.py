@@ -273,11 +273,11 @@ def _float_or_none(value: Any) -> float | None:
 @click.option(
     "--valid",
     metavar="crowd|none|split|FILE",
-    help="How the epoch is chosen. crowd (the default, as in the Python API): on a "
-    "held-out share of the annotated tasks, by their annotations' likelihood, no truth "
-    "needed; none: keep the last epoch; split: the registry dataset's validation split "
-    "(no longer used unless asked for); FILE: validation features, labelled by "
-    "--valid-labels.",
+    help="How the epoch is chosen. crowd (the default, as in the Python API): on "
+    "held-out annotated tasks (each of --crowd-folds folds in turn), by the classifier's "
+    "agreement with Dawid-Skene there, no truth needed; none: keep the last epoch; "
+    "split: the registry dataset's validation split (no longer used unless asked for); "
+    "FILE: validation features, labelled by --valid-labels.",
 )
 @click.option(
     "--valid-features",

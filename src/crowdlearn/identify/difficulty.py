@@ -122,7 +122,9 @@ class MarginRecorder(TwoStage):
 def _train_recorder(data: CrowdData, aggregator: Any, soft: bool, training: dict) -> Any:
     if data.features is None and data.inputs is None:
         raise ValueError("AUM and WAUM train a classifier: the data need features")
-    params = {"max_epochs": 20, "random_state": 0, **training}
+    # one share and a refit: the margins are those of one run over every task (with
+    # crowd_folds the last fold's run would see only (k - 1) / k of them)
+    params = {"max_epochs": 20, "random_state": 0, "crowd_folds": 1, **training}
     return MarginRecorder(aggregator, soft=soft, **params).fit(data)
 
 

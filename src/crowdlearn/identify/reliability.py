@@ -57,7 +57,9 @@ def fit_confusion_model(data: CrowdData, model: str = "ds", **params: Any) -> An
     from crowdlearn.learning import CoNAL, CrowdLayer, CrowdMixture
 
     learner = {"crowdlayer": CrowdLayer, "conal": CoNAL, "cmm": CrowdMixture}[model]
-    return learner(**params).fit(data)
+    # one share and a refit: the confusions read off the noise model are then fitted on
+    # every annotation (with crowd_folds they would be the last fold's)
+    return learner(**{"crowd_folds": 1, **params}).fit(data)
 
 
 def _confusions(data: CrowdData, confusions: Any) -> np.ndarray:

@@ -144,8 +144,8 @@ class BaseLearner(BaseEstimator):
         selection noise of one fit; ``valid_share`` and ``refit`` do not apply. 1
         holds out one share (``valid_share``) to choose the epoch, then refits (the
         default before 5 folds; ``crowdlearn bench labelme|music --protocol
-        no-truth-share`` runs it). Five folds cost about five fits on 80% of the tasks,
-        about the wall time of one share and a refit with early stopping.
+        no-truth-share`` runs it). Five folds cost five fits on 80% of the tasks,
+        CROSS_COST_DOC.
     crowd_criterion : {"agreement", "likelihood"}, default "agreement"
         With ``valid="crowd"``: score epochs by the classifier's agreement with
         Dawid-Skene on the held-out tasks, or by the held-out annotations'
@@ -313,6 +313,8 @@ class BaseLearner(BaseEstimator):
         self.selection_history_, self.temperatures_, self.fold_epochs_ = None, None, None
         temperature = 1.0
         folds = _check_folds(self.crowd_folds)
+        if not 0 < self.valid_share < 1:  # refused even where the folds make it unused
+            raise ValueError(f"valid_share must be in (0, 1), got {self.valid_share}")
         if isinstance(valid, str):
             if valid != "crowd":
                 raise CrowdDataError(
@@ -513,12 +515,13 @@ class BaseLearner(BaseEstimator):
         learner.module_ = learner._build_module(*payload["shape"])
         learner.fold_epochs_ = payload.get("fold_epochs")
         if learner.fold_epochs_:
-            learner.module_["classifier"] = FoldAverage(
-                [
-                    learner._build_module(*payload["shape"])["classifier"]
-                    for _ in learner.fold_epochs_
-                ]
-            )
+            # the built classifier is the last member, as after the fit: the method's
+            # noise model may hold it (MaDL's feature tap)
+            others = [
+                learner._build_module(*payload["shape"])["classifier"]
+                for _ in learner.fold_epochs_[1:]
+            ]
+            learner.module_["classifier"] = FoldAverage([*others, learner.module_["classifier"]])
         learner.module_ = learner.module_.to(device)
         learner.module_.load_state_dict(payload["module"])
         learner.history_ = payload["history"]
@@ -591,6 +594,12 @@ class BaseLearner(BaseEstimator):
         if noise is not None:
             parts["noise"] = noise
         return nn.ModuleDict(parts)
+
+    def _last_classifier(self) -> nn.Module:
+        """The classifier the method's own fitted attributes refer to:
+        ``module_["classifier"]``, or with ``crowd_folds``, the last fold's."""
+        classifier = self.module_["classifier"]
+        return classifier.members[-1] if isinstance(classifier, FoldAverage) else classifier
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "module_"):

@@ -186,4 +186,4 @@ class DoctorNet(BaseLearner):
     @property
     def vote_weights_(self) -> np.ndarray:
         self._check_fitted()
-        return self.module_["classifier"].vote_weights.cpu().numpy().astype(np.float64)
+        return self._last_classifier().vote_weights.cpu().numpy().astype(np.float64)
