@@ -95,8 +95,8 @@ class DLEM(EMLearner):
     >>> model = DLEM(max_epochs=5).fit(crowd)
     >>> model.confusions_.shape
     (8, 2, 2)
-    >>> list(model.history_.columns[:2]), "log_likelihood" in model.history_
-    (['epoch', 'train_loss'], True)
+    >>> list(model.history_.columns[:3]), "log_likelihood" in model.history_
+    (['fold', 'epoch', 'train_loss'], True)
     """
 
     needs_workers: ClassVar[bool] = True

@@ -489,7 +489,7 @@ class ICED(BaseLearner):
     >>> X = (rng.normal(size=(300, 4)) + 1.5 * y[:, None]).astype(np.float32)
     >>> crowd = crowd_on_features(X, y, n_workers=6, labels_per_task=6, seed=0)
     >>> model = ICED(n_rounds=2, max_epochs=10, decoder_epochs=5).fit(crowd)
-    >>> model.history_["round"].tolist()
+    >>> model.history_.loc[model.history_["fold"] == 0, "round"].tolist()  # each fold's
     [0, 1, 2]
     >>> model.predict_proba(X[:2]).shape
     (2, 2)
