@@ -395,7 +395,8 @@ class BaseLearner(BaseEstimator):
         self.temperature_ = (
             self.temperatures_[calibration_criterion(self.calibrate)] if self.calibrate else 1.0
         )
-        self.module_["classifier"] = FoldAverage(classifiers, self.temperature_)
+        device = next(self.module_.parameters()).device  # the buffer joins the members
+        self.module_["classifier"] = FoldAverage(classifiers, self.temperature_).to(device)
         self.fold_epochs_ = epochs
         self.best_epoch_ = self.selected_epoch_ = int(np.median(epochs))
         known = [float(score) for score in scores if score is not None]
