@@ -21,8 +21,9 @@ used once per fit, after training, for the scores.
 * ``leaderboard`` (issue 17's name for the same grid): methods x datasets with
   the published benchmark's 50 epochs, LabelMe's validation split used for selection
   and the last epoch elsewhere;
-  ``leaderboard --protocol no-truth`` is ``real-learning`` under the leaderboard's
-  name. Both quote the annot-mix benchmark's published Music numbers.
+  ``leaderboard --protocol no-truth`` is ``real-learning``'s grid with one held-out
+  share (``crowd_folds=1``), so that its 10 seeds fit in an hour. Both quote the
+  annot-mix benchmark's published Music numbers.
 """
 
 from __future__ import annotations
@@ -451,11 +452,15 @@ def real_learning_splits_for(protocol: str) -> dict[str, Splits]:
     return out
 
 
-def _board(protocol: str, quick: bool, seeds: int) -> BenchResult:
+def _board(
+    protocol: str, quick: bool, seeds: int, no_truth_recipe: Recipe = RECIPE
+) -> BenchResult:
     """Every learner x every dataset with features, under ``protocol``."""
     start = time.perf_counter()
     n_seeds = QUICK_SEEDS if quick else seeds
-    recipe = QUICK_RECIPE if quick else (RECIPE if protocol == "no-truth" else VALID_RECIPE)
+    recipe = (
+        QUICK_RECIPE if quick else (no_truth_recipe if protocol == "no-truth" else VALID_RECIPE)
+    )
     methods = real_learning_methods()
     if quick:
         methods = [m for m in methods if m.spec in ("supervised", *QUICK_SPECS)]
@@ -564,9 +569,16 @@ def bench_leaderboard(out: Path, quick: bool, seeds: int) -> BenchResult:
     return _board("valid", quick, seeds)
 
 
-@register("leaderboard-no-truth", "The leaderboard with no truth for selection (= real-learning)")
+@register(
+    "leaderboard-no-truth",
+    "The leaderboard with no truth for selection, one held-out share (crowd_folds=1)",
+)
 def bench_leaderboard_no_truth(out: Path, quick: bool, seeds: int) -> BenchResult:
-    return _board("no-truth", quick, seeds)
+    """``real-learning``'s grid on 10 seeds with one held-out share and a refit
+    (``crowd_folds=1``): issue 17's one-hour budget holds with it (53 min), not with the
+    5-fold default, which makes the grid about three times longer (``real-learning``,
+    2 seeds: 32.6 min; this grid with one share, 10 seeds: 53.2 min)."""
+    return _board("no-truth", quick, seeds, SHARE_RECIPE)
 
 
 # ---------------------------------------------------------------------- crowdlayer-init
