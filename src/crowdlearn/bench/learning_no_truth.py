@@ -242,19 +242,23 @@ def _quick_recipe(recipe: Recipe) -> Recipe:
     return Recipe(max_epochs=2, n_restarts=1, crowd_folds=recipe.crowd_folds)
 
 
-def _music(out: Path, quick: bool, seeds: int, name: str, recipe: Recipe) -> BenchResult:
-    dataset = datasets.load("music", root=datasets.data_root())
+def _fit_all(
+    dataset_name: str, name: str, quick: bool, seeds: int, recipe: Recipe
+) -> tuple[pd.DataFrame, list, pd.DataFrame, list[str]]:
+    """Every learner on the registry dataset, no truth: raw rows, methods, summary and
+    the notes every no-truth section starts with."""
+    dataset = datasets.load(dataset_name, root=datasets.data_root())
     splits = Splits(dataset.train, "crowd", dataset.test)
     raw, methods, wall = _run(name, splits, quick, seeds, recipe)
-    summary = summarise(raw, methods)
+    used = _quick_recipe(recipe) if quick else recipe
+    notes = _notes(splits, used, QUICK_SEEDS if quick else seeds, quick, wall)
+    return raw, methods, summarise(raw, methods), notes
+
+
+def _music(out: Path, quick: bool, seeds: int, name: str, recipe: Recipe) -> BenchResult:
+    raw, methods, summary, head = _fit_all("music", name, quick, seeds, recipe)
     notes = [
-        *_notes(
-            splits,
-            _quick_recipe(recipe) if quick else recipe,
-            QUICK_SEEDS if quick else seeds,
-            quick,
-            wall,
-        ),
+        *head,
         "reference accuracy: the annot-mix benchmark's Music MLP column (Herde et al., "
         "ECAI 2024; last epoch, their own features preprocessing and MLP); quoted, not run",
         *_verdict_lines(decided(music_verdicts(summary), quick, seeds)),
@@ -283,18 +287,9 @@ def bench_labelme_no_truth_share(out: Path, quick: bool, seeds: int) -> BenchRes
 
 
 def _labelme(out: Path, quick: bool, seeds: int, name: str, recipe: Recipe) -> BenchResult:
-    dataset = datasets.load("labelme", root=datasets.data_root())
-    splits = Splits(dataset.train, "crowd", dataset.test)
-    raw, methods, wall = _run(name, splits, quick, seeds, recipe)
-    summary = summarise(raw, methods)
+    raw, methods, summary, head = _fit_all("labelme", name, quick, seeds, recipe)
     notes = [
-        *_notes(
-            splits,
-            _quick_recipe(recipe) if quick else recipe,
-            QUICK_SEEDS if quick else seeds,
-            quick,
-            wall,
-        ),
+        *head,
         "LabelMe's validation split (500 labelled images) is not given to any method; "
         "compare with the `labelme` section, which selects on it",
         *_verdict_lines(
