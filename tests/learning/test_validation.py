@@ -9,9 +9,11 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.special import logsumexp
 
 from crowdlearn.aggregation import DawidSkene
-from crowdlearn.learning import DLEM, CrowdLayer, TwoStage, make_learner
+from crowdlearn.data import CrowdDataError
+from crowdlearn.learning import DLEM, CrowdLayer, Supervised, TwoStage, make_learner
 from crowdlearn.learning._base import needs_scaling
 from crowdlearn.learning._validation import (
     CrowdValidation,
@@ -19,6 +21,7 @@ from crowdlearn.learning._validation import (
     crowd_split,
     independent_log_likelihood,
     latent_class_log_likelihood,
+    truth_table,
 )
 from crowdlearn.simulate import crowd_on_features
 
@@ -334,3 +337,47 @@ def test_calibrate_is_a_bool_or_a_criterion_in_specs_and_the_cli():
     assert make_learner("crowdlayer[calibrate=false]").calibrate is False
     with pytest.raises(CrowdDataError, match="calibrate"):
         make_learner("crowdlayer[calibrate=sure]")
+
+
+def test_truth_table_scores_the_true_class_and_skips_unknown_truth(crowd):
+    data, _, _ = crowd
+    truth = data.truth.copy()
+    truth[1] = -1
+    table = truth_table(data.with_truth(truth), np.array([0, 1, 2]))
+    assert table.shape == (3, data.n_classes)
+    for row, task in ((0, 0), (2, 2)):
+        assert table[row, truth[task]] == 0.0
+        assert np.isneginf(np.delete(table[row], truth[task])).all()
+    np.testing.assert_array_equal(table[1], 0.0)  # unknown truth: scores nothing
+    with pytest.raises(CrowdDataError, match="truth"):
+        truth_table(data.with_truth(None), np.array([0]))
+
+
+def test_supervised_selects_and_calibrates_on_the_held_out_truth_not_the_crowd(crowd):
+    data, _, _ = crowd
+    # a crowd of nothing but random labels: its Dawid-Skene view says nothing of the truth
+    rng = np.random.default_rng(5)
+    noise = data._replace(label=rng.integers(0, data.n_classes, size=data.n_annotations))
+    one = dict(max_epochs=10, patience=None, crowd_folds=1, refit=False, random_state=2)
+    model = Supervised(**one, calibrate=False, standardize=True).fit(noise)
+    assert model.validation_ == "crowd"
+    _, validation = crowd_split(
+        noise.with_features(_scaled(model, noise)), 0.2, seed=2, table=truth_table
+    )
+    logits = validation.held_logits(model)  # the restored, selected epoch
+    log_p = logits - logsumexp(logits, axis=1, keepdims=True)
+    truth = noise.truth[validation.held_tasks]
+    held_ll = log_p[np.arange(len(truth)), truth].sum() / validation.held.n_annotations
+    scores = model.history_["valid_ds_ll"].to_numpy()
+    assert model.selection_score_ == pytest.approx(held_ll, rel=1e-5)
+    assert model.selection_score_ == pytest.approx(scores.max())
+    # its temperature maximises the held-out truth's likelihood (plain temperature scaling)
+    calibrated = Supervised(**one, standardize=True).fit(noise)
+
+    def truth_ll(t: float) -> float:
+        z = logits / t
+        return float((z - logsumexp(z, axis=1, keepdims=True))[np.arange(len(truth)), truth].sum())
+
+    best = calibrated.temperature_
+    for other in (best * 0.7, best * 1.4):
+        assert truth_ll(best) >= truth_ll(other) - 1e-6

@@ -40,6 +40,7 @@ from crowdlearn.learning._validation import (
     as_validator,
     crowd_folds,
     crowd_split,
+    ds_table,
     pooled_temperature,
     warn_too_small,
 )
@@ -324,7 +325,9 @@ class BaseLearner(BaseEstimator):
                 self._cross_fit(data, folds)
                 self.scaler_ = scaler
                 return
-            split = crowd_split(data, self.valid_share, self.random_state)
+            split = crowd_split(
+                data, self.valid_share, self.random_state, table=self._held_out_table
+            )
             if split is None:
                 warn_too_small(data, self.valid_share)
                 self._fit(data, None)
@@ -366,7 +369,7 @@ class BaseLearner(BaseEstimator):
 
     def _cross_fit(self, data: CrowdData, n_folds: int) -> None:
         """``crowd_folds >= 2``: one classifier per fold, averaged (see the class doc)."""
-        splits = crowd_folds(data, n_folds, self.random_state)
+        splits = crowd_folds(data, n_folds, self.random_state, table=self._held_out_table)
         if splits is None:
             warn_too_small(data, 1 / n_folds)
             self._fit(data, None)
@@ -425,6 +428,10 @@ class BaseLearner(BaseEstimator):
     #: False (Doctor Net: its annotator heads read the trunk, not the vote), a
     #: temperature cannot change it and ``calibrate="likelihood"`` uses the agreement.
     _likelihood_reads_logits: ClassVar[bool] = True
+    #: ``table(data, tasks)``: the held-out tasks' per-class log-likelihood table that
+    #: crowd validation's agreement scores the classifier against (Dawid-Skene's
+    #: confusions of the crowd; the truth for :class:`Supervised`).
+    _held_out_table: ClassVar[Any] = staticmethod(ds_table)
 
     def _refit(self, data: CrowdData) -> None:
         """Train again on every task for the selected number of epochs."""

@@ -299,14 +299,15 @@ def pooled_temperature(losses: list[Any]) -> float:
 
 
 def crowd_split(
-    data: CrowdData, share: float, seed: int
+    data: CrowdData, share: float, seed: int, table: Any = None
 ) -> tuple[CrowdData, CrowdValidation] | None:
     """Hold out ``share`` of the annotated tasks (stratified by majority-vote class,
     ties broken at random, seeded); None when fewer than :data:`MIN_HELD_TASKS` tasks
     would be held out or fewer would remain to train on.
 
     Returns the training part (every other task, annotated or not, with its
-    annotations) and the validator of the held-out part.
+    annotations) and the validator of the held-out part. ``table(data, tasks)`` gives
+    the held-out tasks' per-class log-likelihood table (default :func:`ds_table`).
     """
     from sklearn.model_selection import train_test_split
 
@@ -328,11 +329,12 @@ def crowd_split(
     keep[held] = False
     train = data.select_tasks(np.flatnonzero(keep))
     held_data = data.select_tasks(held)
-    return train, CrowdValidation(held_data, held, _ds_table(data, held))
+    table = ds_table if table is None else table
+    return train, CrowdValidation(held_data, held, table(data, held))
 
 
 def crowd_folds(
-    data: CrowdData, n_folds: int, seed: int
+    data: CrowdData, n_folds: int, seed: int, table: Any = None
 ) -> list[tuple[CrowdData, CrowdValidation]] | None:
     """Split the annotated tasks into ``n_folds`` folds for cross-fitting (stratified by
     majority-vote class as in :func:`crowd_split`, seeded); None when a fold would hold
@@ -340,7 +342,8 @@ def crowd_folds(
 
     Returns, per fold, the training part (every task outside the fold, annotated or
     not) and the validator of the fold's tasks. Every annotated task is held out by
-    exactly one fold; Dawid-Skene is fitted once, on every annotation.
+    exactly one fold; Dawid-Skene is fitted once, on every annotation (``table`` as in
+    :func:`crowd_split`).
     """
     from sklearn.model_selection import KFold, StratifiedKFold
 
@@ -360,7 +363,7 @@ def crowd_folds(
         )
     else:
         splits = KFold(n_folds, shuffle=True, random_state=splitter_seed).split(annotated)
-    table = _ds_table(data, annotated)
+    table = (ds_table if table is None else table)(data, annotated)
     folds = []
     for _, held_rows in splits:
         held_rows = np.sort(held_rows)
@@ -372,7 +375,7 @@ def crowd_folds(
     return folds
 
 
-def _ds_table(data: CrowdData, held: np.ndarray) -> np.ndarray:
+def ds_table(data: CrowdData, held: np.ndarray) -> np.ndarray:
     """``sum_a log pi_a[k, y_a]`` for the held-out tasks, with Dawid-Skene (default
     settings) fitted on every annotation of ``data`` (one pooled confusion when the
     data are anonymous)."""
@@ -389,6 +392,21 @@ def _ds_table(data: CrowdData, held: np.ndarray) -> np.ndarray:
     design = worker_label_design(pooled, np.float64)
     table = design @ log_confusion_table(np.asarray(model.confusions_, dtype=np.float64))
     return np.asarray(table[held], dtype=np.float64)
+
+
+def truth_table(data: CrowdData, held: np.ndarray) -> np.ndarray:
+    """The held-out tasks' table for a learner trained on the truth (:class:`Supervised`):
+    0 for the true class, ``-inf`` for the others, so the agreement of
+    :class:`CrowdValidation` becomes the log-likelihood of the held-out truth (a row of
+    zeros, which scores nothing, where a task's truth is unknown)."""
+    if data.truth is None:
+        raise CrowdDataError("a truth table needs the truth of the training tasks")
+    truth = data.truth[held]
+    table = np.zeros((len(held), data.n_classes), dtype=np.float64)
+    known = np.flatnonzero(truth >= 0)
+    table[known] = -np.inf
+    table[known, truth[known]] = 0.0
+    return table
 
 
 def as_validator(valid: Any, n_classes: int) -> TruthValidation | CrowdValidation | None:

@@ -19,6 +19,7 @@ from crowdlearn.aggregation import BaseAggregator, MajorityVote
 from crowdlearn.data import CrowdData, CrowdDataError, TaskInputs
 from crowdlearn.learning._base import BaseLearner
 from crowdlearn.learning._batches import TaskBatch
+from crowdlearn.learning._validation import truth_table
 
 
 class _TargetLearner(BaseLearner):
@@ -88,6 +89,13 @@ class TwoStage(_TargetLearner):
 class Supervised(_TargetLearner):
     """Train on the ground truth of the training tasks (the upper bound of a benchmark).
 
+    Its labels are the truth, so ``valid="crowd"`` scores the held-out tasks against
+    their truth, not against the crowd: the epoch is chosen, and the temperature fitted,
+    on the held-out tasks' log-likelihood of the true class (history column
+    ``valid_ds_ll``, where the crowd learners write their Dawid-Skene agreement). A
+    network trained on clean labels has no reason to be chosen or calibrated by a
+    noisier crowd's view of them.
+
     Parameters
     ----------
     **training
@@ -106,3 +114,6 @@ class Supervised(_TargetLearner):
 
     def _training_tasks(self, data: CrowdData) -> np.ndarray:
         return np.flatnonzero(data.truth >= 0)
+
+    #: crowd validation scores the held-out tasks against their truth
+    _held_out_table = staticmethod(truth_table)
