@@ -122,7 +122,7 @@ def _top_level_split(text: str, separator: str) -> list[str]:
 
 
 #: Boolean parameters that also take one of these words (``calibrate=likelihood``).
-BOOL_OR_WORD = {"calibrate": ("agreement", "likelihood")}
+BOOL_OR_WORD = {"calibrate": ("agreement", "likelihood", "joint")}
 
 
 def convert(value: Any, default: Any, name: str) -> Any:

@@ -41,6 +41,7 @@ from crowdlearn.learning._validation import (
     crowd_folds,
     crowd_split,
     ds_table,
+    joint_temperature,
     pooled_temperature,
     warn_too_small,
 )
@@ -344,6 +345,9 @@ class BaseLearner(BaseEstimator):
                     criterion: validator.fit_temperature(self, criterion)
                     for criterion in ("agreement", "likelihood")
                 }
+                self.temperatures_["joint"] = self._joint_temperature(
+                    [validator], [validator.held_logits(self)]
+                )
                 if self.calibrate:
                     temperature = self.temperatures_[calibration_criterion(self.calibrate)]
                 if self.refit and self._refit_supported:
@@ -379,6 +383,7 @@ class BaseLearner(BaseEstimator):
             return
         classifiers, epochs, scores, histories = [], [], [], []
         losses: dict[str, list[Any]] = {"agreement": [], "likelihood": []}
+        validators, held_logits = [], []
         seed = self.random_state
         try:
             for fold, (train, validator) in enumerate(splits):
@@ -391,10 +396,13 @@ class BaseLearner(BaseEstimator):
                 histories.append(self.history_.assign(fold=fold))
                 for criterion, functions in losses.items():
                     functions.append(validator.temperature_loss(self, criterion))
+                validators.append(validator)
+                held_logits.append(validator.held_logits(self))
         finally:
             self.random_state = seed
         # the temperatures first: the last fold's likelihood reads its own classifier
         self.temperatures_ = {name: pooled_temperature(f) for name, f in losses.items()}
+        self.temperatures_["joint"] = self._joint_temperature(validators, held_logits)
         self.temperature_ = (
             self.temperatures_[calibration_criterion(self.calibrate)] if self.calibrate else 1.0
         )
@@ -432,6 +440,14 @@ class BaseLearner(BaseEstimator):
     #: crowd validation's agreement scores the classifier against (Dawid-Skene's
     #: confusions of the crowd; the truth for :class:`Supervised`).
     _held_out_table: ClassVar[Any] = staticmethod(ds_table)
+
+    def _joint_temperature(self, validators: list[Any], logits: list[np.ndarray]) -> float:
+        """``calibrate="joint"``'s temperature from the held-out shares' out-of-fold
+        logits; the agreement's (already in ``temperatures_``) where the held-out table
+        is not the crowd's (the truth-scored :class:`Supervised`)."""
+        if self._held_out_table is not ds_table:
+            return self.temperatures_["agreement"]
+        return joint_temperature(validators, logits)
 
     def _refit(self, data: CrowdData) -> None:
         """Train again on every task for the selected number of epochs."""
@@ -746,7 +762,7 @@ def needs_scaling(scale: np.ndarray) -> bool:
 
 
 #: Accepted values of ``calibrate``.
-CALIBRATIONS = (True, False, "agreement", "likelihood")
+CALIBRATIONS = (True, False, "agreement", "likelihood", "joint")
 #: What ``calibrate=True`` means with ``valid="crowd"``.
 DEFAULT_CALIBRATION = "agreement"
 
