@@ -209,3 +209,20 @@ def test_one_member_without_a_class_lowers_it_by_its_share_and_does_not_veto_it(
     sure, dead = [4.0, 0.0, 0.0], [-20.0, 4.0, 0.0]  # the second never predicts class 0
     proba = torch.softmax(FoldAverage([_Fixed(sure)] * 4 + [_Fixed(dead)])(torch.zeros(1, 1)), 1)
     assert proba.argmax().item() == 0 and proba[0, 0].item() > 0.7
+
+
+@pytest.mark.parametrize("folds", [1, 3])
+def test_set_temperature_rescales_every_member_before_the_mean(crowd, folds):
+    data, X, _ = crowd
+    model = CrowdLayer(max_epochs=3, random_state=0, crowd_folds=folds, standardize=True)
+    model.fit(data)
+    other = model.temperatures_["joint"] * 1.7
+    assert model.set_temperature(other) is model and model.temperature_ == other
+    x = torch.as_tensor(((X - model.scaler_[0]) / model.scaler_[1]).astype(np.float32))
+    classifier = model.module_["classifier"].eval()
+    members = classifier.members if folds > 1 else [classifier]
+    with torch.no_grad():
+        expected = np.mean([softmax(m(x).double().numpy() / other, axis=1) for m in members], 0)
+    np.testing.assert_allclose(model.predict_proba(X), expected, atol=1e-5)
+    with pytest.raises(ValueError, match="positive"):
+        model.set_temperature(0.0)

@@ -20,6 +20,7 @@ from crowdlearn.learning._validation import (
     CrowdValidationWarning,
     crowd_split,
     independent_log_likelihood,
+    joint_temperature,
     latent_class_log_likelihood,
     truth_table,
 )
@@ -381,3 +382,54 @@ def test_supervised_selects_and_calibrates_on_the_held_out_truth_not_the_crowd(c
     best = calibrated.temperature_
     for other in (best * 0.7, best * 1.4):
         assert truth_ll(best) >= truth_ll(other) - 1e-6
+
+
+def _calibrated_crowd(seed: int, n: int = 3000, k: int = 4, temperature: float = 0.5):
+    """Tasks whose class is drawn from known probabilities ``p``, logits ``T log p`` (so
+    ``softmax(z / T) = p``: calibrated at ``T``), and a crowd of 20 annotators with
+    known confusions, 5 labels a task (all held out)."""
+    from crowdlearn.data import CrowdData
+
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.full(k, 0.4), size=n)
+    y = (rng.random((n, 1)) > np.cumsum(p, axis=1)).sum(axis=1).clip(max=k - 1)
+    skill = rng.uniform(0.35, 0.9, size=20)
+    confusions = np.stack(
+        [s * np.eye(k) + (1 - s) * rng.dirichlet(np.ones(k), size=k) for s in skill]
+    )
+    task = np.repeat(np.arange(n), 5)
+    worker = np.concatenate([rng.choice(20, size=5, replace=False) for _ in range(n)])
+    rows = np.cumsum(confusions[worker, y[task]], axis=1)
+    label = (rng.random((len(task), 1)) > rows).sum(axis=1).clip(max=k - 1)
+    data = CrowdData.from_arrays(task, worker, label, classes=np.arange(k))
+    held = CrowdValidation(data, np.arange(n), np.zeros((n, k)))
+    return held, temperature * np.log(p)
+
+
+@pytest.mark.parametrize("temperature", [0.5, 2.0])
+def test_joint_temperature_recovers_the_calibrating_temperature(temperature):
+    held, logits = _calibrated_crowd(0, temperature=temperature)
+    fitted = joint_temperature([held], [logits])
+    assert fitted == pytest.approx(temperature, rel=0.1)
+    # folds pool: two halves give the one fit of the whole, whatever the task order
+    half = held.held.n_tasks // 2
+    parts = [np.arange(half, held.held.n_tasks), np.arange(half)]
+    shares = [
+        CrowdValidation(held.held.select_tasks(rows), rows, np.zeros((len(rows), 4)))
+        for rows in parts
+    ]
+    pooled = joint_temperature(shares, [logits[rows] for rows in parts])
+    assert pooled == pytest.approx(fitted, rel=1e-3)
+
+
+def test_joint_calibration_is_a_calibrate_value_and_falls_back_for_supervised(crowd):
+    data, _, _ = crowd
+    model = CrowdLayer(max_epochs=4, calibrate="joint", crowd_folds=2).fit(data)
+    assert set(model.temperatures_) == {"agreement", "likelihood", "joint"}
+    assert model.temperature_ == model.temperatures_["joint"]
+    one = CrowdLayer(max_epochs=4, calibrate="joint", crowd_folds=1).fit(data)
+    assert one.temperature_ == one.temperatures_["joint"]
+    gold = Supervised(max_epochs=4, calibrate="joint", crowd_folds=2).fit(data)
+    assert gold.temperature_ == gold.temperatures_["agreement"]  # its truth's temperature
+    with pytest.raises(ValueError, match="calibrate"):
+        CrowdLayer(max_epochs=1, calibrate="joint-ish").fit(data)

@@ -247,7 +247,7 @@ def calibration_fit(name: str, spec: str, seed: int, quick: bool) -> list[dict[s
     temperatures = {"none": 1.0, **(learner.temperatures_ or {})}
     rows = []
     for source in TEMPERATURES:
-        learner.temperature_ = temperatures.get(source, 1.0)
+        learner.set_temperature(temperatures.get(source, 1.0))
         scores = score_on_test(learner, *splits.test)
         rows.append(
             {

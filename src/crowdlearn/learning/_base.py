@@ -466,6 +466,21 @@ class BaseLearner(BaseEstimator):
                 setattr(self, name, value)
         self.selection_history_ = selection
 
+    def set_temperature(self, temperature: float) -> BaseLearner:
+        """Use ``temperature`` in ``predict_proba`` from now on, the weights unchanged
+        (for instance another of ``temperatures_``). With ``crowd_folds`` the fold
+        classifiers are each scaled by it before their probabilities are averaged, as
+        in ``fit``. Returns the learner."""
+        self._check_fitted()
+        temperature = float(temperature)
+        if not np.isfinite(temperature) or temperature <= 0:
+            raise ValueError(f"temperature must be a positive number, got {temperature!r}")
+        classifier = self.module_["classifier"]
+        if isinstance(classifier, FoldAverage):
+            classifier.temperature.fill_(temperature)
+        self.temperature_ = temperature
+        return self
+
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities of new instances, shape (n, n_classes)."""
         self._check_fitted()
