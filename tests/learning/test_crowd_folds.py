@@ -17,6 +17,7 @@ from crowdlearn.learning._validation import (
     TEMPERATURE_RANGE,
     CrowdValidationWarning,
     crowd_folds,
+    joint_temperature,
     pooled_temperature,
 )
 
@@ -105,15 +106,21 @@ def test_each_fold_is_the_fit_of_its_own_split_and_prediction_averages_them(crow
 
 def test_pooled_temperature_maximises_every_folds_likelihood_together(crowd):
     data, _, _ = crowd
-    model = CrowdLayer(max_epochs=4, crowd_folds=3, random_state=2, standardize=True).fit(data)
+    model = CrowdLayer(
+        max_epochs=4, crowd_folds=3, random_state=2, standardize=True, calibrate="agreement"
+    ).fit(data)
     scaled, _ = standardised(data, True)
-    losses, logits = [], []
+    losses, logits, validators = [], [], []
     for fold, (train, validator) in enumerate(crowd_folds(scaled, 3, seed=2)):
         alone = CrowdLayer(max_epochs=4, random_state=2 + FOLD_SEED_STEP * fold, standardize=False)
         alone._fit_outer(train, validator)
         losses.append(validator.temperature_loss(alone))
         logits.append((validator.held_logits(alone), validator.ds_log_likelihood))
+        validators.append(validator)
     assert pooled_temperature(losses) == pytest.approx(model.temperature_, rel=1e-4)
+    # the joint temperature pools the same out-of-fold logits
+    joint = joint_temperature(validators, [z for z, _ in logits])
+    assert joint == pytest.approx(model.temperatures_["joint"], rel=1e-4)
 
     def likelihood(t: float) -> float:
         total = 0.0

@@ -318,13 +318,14 @@ def test_calibrate_picks_which_temperature_predict_proba_uses(crowd):
     data, _, _ = crowd
     fits = {
         value: CrowdLayer(max_epochs=4, refit=False, calibrate=value, random_state=0).fit(data)
-        for value in (True, False, "agreement", "likelihood")
+        for value in (True, False, "agreement", "likelihood", "joint")
     }
     temperatures = fits[False].temperatures_  # computed for the record either way
+    assert set(temperatures) == {"agreement", "likelihood", "joint"}
     assert fits[False].temperature_ == 1.0
-    assert fits["agreement"].temperature_ == pytest.approx(temperatures["agreement"])
-    assert fits["likelihood"].temperature_ == pytest.approx(temperatures["likelihood"])
-    assert fits[True].temperature_ == pytest.approx(fits["agreement"].temperature_)
+    for criterion in temperatures:
+        assert fits[criterion].temperature_ == pytest.approx(temperatures[criterion])
+    assert fits[True].temperature_ == pytest.approx(fits["joint"].temperature_)  # the default
     assert CrowdLayer(max_epochs=2, valid_share=0.2).fit(data, valid=None).temperatures_ is None
     with pytest.raises(ValueError, match="calibrate must be one of"):
         CrowdLayer(max_epochs=1, calibrate="truth").fit(data)
@@ -335,6 +336,7 @@ def test_calibrate_is_a_bool_or_a_criterion_in_specs_and_the_cli():
 
     assert make_learner("crowdlayer[calibrate=likelihood]").calibrate == "likelihood"
     assert make_learner("crowdlayer[calibrate=agreement]").calibrate == "agreement"
+    assert make_learner("crowdlayer[calibrate=joint]").calibrate == "joint"
     assert make_learner("crowdlayer[calibrate=false]").calibrate is False
     with pytest.raises(CrowdDataError, match="calibrate"):
         make_learner("crowdlayer[calibrate=sure]")

@@ -163,18 +163,23 @@ class BaseLearner(BaseEstimator):
         Fitted attributes about the training tasks (``targets_``...) refer to the data
         given to the last training: every task after a refit, the training share
         otherwise.
-    calibrate : bool or {"agreement", "likelihood"}, default True
+    calibrate : bool or {"joint", "agreement", "likelihood"}, default True
         Temperature scaling of ``predict_proba`` on the validation data. With
         ``valid="crowd"`` the temperature maximises a truth-free likelihood of the
-        held-out annotations: ``"agreement"`` (what True means) their Dawid-Skene
-        likelihood, with the confusions Dawid-Skene estimated on every annotation;
-        ``"likelihood"`` the learner's own noise model (the agreement for learners
-        without one). Neither is right everywhere: the agreement inherits Dawid-Skene's
-        errors where Dawid-Skene is poor, and a jointly learned noise model can trade
-        its noise against the classifier's confidence (``crowdlearn bench
-        crowd-calibration`` measures both). With ``valid=(X, y)`` the temperature
-        minimises the log-loss. ``temperature_`` holds the one used (1.0 without
-        validation or with ``calibrate=False``).
+        held-out annotations, the classifier's probabilities at ``T`` as each task's
+        class prior: ``"joint"`` (what True means) re-estimates every annotator's
+        confusions together with ``T`` (see
+        :func:`~crowdlearn.learning._validation.joint_temperature`); ``"agreement"``
+        keeps the confusions Dawid-Skene estimated on every annotation; ``"likelihood"``
+        uses the learner's own noise model (the agreement for learners without one).
+        The agreement inherits Dawid-Skene's errors: on simulated crowds where
+        Dawid-Skene labels 71-73% of the tasks right it holds classifiers 88-96% right
+        at about Dawid-Skene's confidence (test ECE 0.20-0.30, against 0.03 with
+        ``"joint"``); on LabelMe it is the better of the two (0.034 against 0.051).
+        ``crowdlearn bench crowd-calibration`` measures all three. With ``valid=(X, y)``
+        the temperature minimises the log-loss. ``temperature_`` holds the one used
+        (1.0 without validation or with ``calibrate=False``); ``set_temperature``
+        switches to another.
 
     Attributes (after ``fit``)
     --------------------------
@@ -195,8 +200,8 @@ class BaseLearner(BaseEstimator):
     temperature_ : float
         Temperature of ``predict_proba`` (see ``calibrate``).
     temperatures_ : dict or None
-        With ``valid="crowd"``: both truth-free temperatures, ``{"agreement": T,
-        "likelihood": T}``, whichever ``calibrate`` chose (None otherwise).
+        With ``valid="crowd"``: every truth-free temperature, ``{"agreement": T,
+        "likelihood": T, "joint": T}``, whichever ``calibrate`` chose (None otherwise).
     validation_ : str
         How the epoch was chosen: "crowd", "truth", "none", or "none (too few tasks)".
     selection_score_ : float or None
@@ -778,8 +783,10 @@ def needs_scaling(scale: np.ndarray) -> bool:
 
 #: Accepted values of ``calibrate``.
 CALIBRATIONS = (True, False, "agreement", "likelihood", "joint")
-#: What ``calibrate=True`` means with ``valid="crowd"``.
-DEFAULT_CALIBRATION = "agreement"
+#: What ``calibrate=True`` means with ``valid="crowd"``: the joint fit of the temperature
+#: and the confusions (``crowdlearn bench crowd-calibration``: mean test ECE over LabelMe,
+#: Music and two simulated crowds 0.046, against 0.152 for the Dawid-Skene agreement).
+DEFAULT_CALIBRATION = "joint"
 
 
 def calibration_criterion(calibrate: Any) -> str:
