@@ -115,8 +115,8 @@ def test_every_point_holds_out_the_same_tasks(crowd, monkeypatch):
     held = []
     original = base_module.crowd_split
 
-    def recording(data, share, seed):
-        split = original(data, share, seed)
+    def recording(data, share, seed, **kwargs):
+        split = original(data, share, seed, **kwargs)
         held.append(split[1].held_tasks.tolist())
         return split
 
@@ -131,8 +131,8 @@ def test_every_cross_fitted_point_uses_the_same_folds(crowd, monkeypatch):
     folds = []
     original = base_module.crowd_folds
 
-    def recording(data, n_folds, seed):
-        split = original(data, n_folds, seed)
+    def recording(data, n_folds, seed, **kwargs):
+        split = original(data, n_folds, seed, **kwargs)
         folds.append([validator.held_tasks.tolist() for _, validator in split])
         return split
 

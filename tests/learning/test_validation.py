@@ -16,6 +16,7 @@ from crowdlearn.data import CrowdDataError
 from crowdlearn.learning import DLEM, CrowdLayer, Supervised, TwoStage, make_learner
 from crowdlearn.learning._base import needs_scaling
 from crowdlearn.learning._validation import (
+    TEMPERATURE_RANGE,
     CrowdValidation,
     CrowdValidationWarning,
     crowd_split,
@@ -435,3 +436,13 @@ def test_joint_calibration_is_a_calibrate_value_and_falls_back_for_supervised(cr
     assert gold.temperature_ == gold.temperatures_["agreement"]  # its truth's temperature
     with pytest.raises(ValueError, match="calibrate"):
         CrowdLayer(max_epochs=1, calibrate="joint-ish").fit(data)
+
+
+def test_anonymous_crowd_pools_one_worker_for_the_joint_temperature(crowd):
+    data, X, _ = crowd
+    anonymous = data.anonymous()
+    model = make_learner("mv+nn", max_epochs=3, crowd_folds=2).fit(anonymous)
+    assert model.temperature_ == model.temperatures_["joint"]
+    low, high = TEMPERATURE_RANGE
+    assert low <= model.temperature_ <= high
+    np.testing.assert_allclose(model.predict_proba(X).sum(axis=1), 1.0, atol=1e-6)

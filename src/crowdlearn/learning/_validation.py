@@ -285,16 +285,13 @@ class CrowdValidation:
         return None if loss(None) is None else loss
 
 
-def _pooled_design(data: CrowdData) -> Any:
-    """:func:`worker_label_design` of ``data``, with one pooled worker when anonymous."""
-    from crowdlearn.aggregation._design import worker_label_design
-
-    if data.is_anonymous:
-        data = data._replace(
-            worker=np.zeros(data.n_annotations, dtype=data.task.dtype),
-            worker_ids=np.array([0]),
-        )
-    return worker_label_design(data, np.float64)
+def _pooled(data: CrowdData) -> CrowdData:
+    """``data`` with one pooled worker when its annotations are anonymous."""
+    if not data.is_anonymous:
+        return data
+    return data._replace(
+        worker=np.zeros(data.n_annotations, dtype=data.task.dtype), worker_ids=np.array([0])
+    )
 
 
 def joint_temperature(
@@ -325,12 +322,17 @@ def joint_temperature(
     from scipy.sparse import vstack
     from scipy.special import log_softmax, logsumexp
 
-    from crowdlearn.aggregation._design import confusion_counts, log_confusion_table
+    from crowdlearn.aggregation._design import (
+        confusion_counts,
+        log_confusion_table,
+        worker_label_design,
+    )
 
     if not validators:
         raise ValueError("joint_temperature needs at least one held-out share")
     # held-out shares keep the training data's worker codes, so the columns line up
-    design = vstack([_pooled_design(v.held) for v in validators]).tocsr()
+    design = vstack([worker_label_design(_pooled(v.held), np.float64) for v in validators])
+    design = design.tocsr()
     z = np.concatenate([np.asarray(x, dtype=np.float64) for x in logits])
     if z.shape[0] != design.shape[0]:
         raise ValueError("one row of logits per held-out task is needed")
@@ -458,12 +460,7 @@ def ds_table(data: CrowdData, held: np.ndarray) -> np.ndarray:
     from crowdlearn.aggregation import DawidSkene
     from crowdlearn.aggregation._design import log_confusion_table, worker_label_design
 
-    pooled = data
-    if data.is_anonymous:
-        pooled = data._replace(
-            worker=np.zeros(data.n_annotations, dtype=data.task.dtype),
-            worker_ids=np.array([0]),
-        )
+    pooled = _pooled(data)
     model = DawidSkene(progress=False).fit(pooled)
     design = worker_label_design(pooled, np.float64)
     table = design @ log_confusion_table(np.asarray(model.confusions_, dtype=np.float64))
