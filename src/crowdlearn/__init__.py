@@ -44,7 +44,6 @@ __getattr__, __dir__ = attach(
     },
     submodules=[
         "aggregation",
-        "bench",
         "cli",
         "data",
         "datasets",

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from benchmarks import BENCHMARKS, BenchResult
+from benchmarks._registry import Benchmark
 from crowdlearn import CrowdData, _progress
-from crowdlearn.bench import BENCHMARKS, BenchResult
-from crowdlearn.bench._registry import Benchmark
 from crowdlearn.cli import cli
 from crowdlearn.io import write_csv
 from crowdlearn.simulate import hammer_spammer
