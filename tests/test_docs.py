@@ -10,8 +10,9 @@ files of the blocks before it (and nothing else):
   ``bash -c`` in the working directory, and each must exit with status 0. ``crowdlearn``
   is the executable beside the running interpreter (``Path(sys.executable).parent``
   comes first on ``PATH``) and ``PYTHONPATH`` is inherited, so the commands run the
-  code under test. ``export NAME=VALUE`` lines set NAME for the rest of the document,
-  Python blocks included, as they would in the reader's shell;
+  code under test (``python -m benchmarks``: the checkout's experiments). ``export
+  NAME=VALUE`` lines set NAME for the rest of the document, Python blocks included, as
+  they would in the reader's shell;
 * any other language (``text``, ``toml``...) is not code and is not run; a fence
   without a language is an error, so no block escapes the test unnoticed.
 
@@ -196,10 +197,12 @@ def fresh_environment(tmp: Path) -> dict[str, str]:
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     # the commands run in another directory: a relative PYTHONPATH (PYTHONPATH=src) would
     # miss, and an installed crowdlearn (editable, of another checkout) would answer
-    # instead of the code under test; so its source folder comes first, entries absolute
+    # instead of the code under test; so its source folder comes first, entries absolute.
+    # The checkout's root follows, so that `python -m benchmarks` finds the experiments
+    # (not installed) as it does for a reader at the root of the checkout.
     import crowdlearn
 
-    paths = [str(Path(crowdlearn.__file__).resolve().parents[1])]
+    paths = [str(Path(crowdlearn.__file__).resolve().parents[1]), str(ROOT)]
     paths += [str(Path(p).resolve()) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     return env

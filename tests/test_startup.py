@@ -1,7 +1,7 @@
 """Fast start: what ``import crowdlearn`` and the CLI's help load, and the lazy names.
 
 Not a timing test: each check runs a fresh interpreter and looks at ``sys.modules``,
-which is what makes start-up slow (``crowdlearn bench startup`` measures the times).
+which is what makes start-up slow (``python -m benchmarks startup`` measures the times).
 """
 
 from __future__ import annotations

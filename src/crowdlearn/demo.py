@@ -130,7 +130,7 @@ def ds_versus_mv(crowd: CrowdData, table: pd.DataFrame, seed: int = 0) -> str:
         "Unsmoothed EM reads such workers' few labels as confusions: it reaches "
         f"AccTrain {acc_train(crowd, no_prior.probas_):.3f}, against "
         f"{rows['majority vote']:.3f} for majority vote. The default prior (pseudo-counts "
-        "on correct answers, chosen on the real datasets by `crowdlearn bench "
+        "on correct answers, chosen on the real datasets by `python -m benchmarks "
         "aggregation-defaults`) trusts a worker until the labels say otherwise: "
         f"{rows['Dawid-Skene']:.3f}."
     )

@@ -17,7 +17,7 @@ likelihood is peerannot's eq. in sec. 3.1:
 Options: initialisation from vote frequencies or majority vote; gold labels for some
 tasks (clamped at every E-step); initial confusion matrices (assigned, or added as
 counts to the first M-step, as in crowd-kit); a Dirichlet prior on the confusion
-rows that favours correct answers (the default, chosen by ``crowdlearn bench
+rows that favours correct answers (the default, chosen by ``python -m benchmarks
 aggregation-defaults``) and Dirichlet smoothing of the class prior; and the hard-EM
 "fast Dawid-Skene" of Sinha, Rao and Balasubramanian (2018), whose E-step keeps only
 the most probable class.
@@ -74,13 +74,13 @@ class DawidSkene(IterativeAggregator):
         sparse crowds most workers give fewer labels than that; EM without a prior
         then explains their few labels as confusions (on the demo's crowd it
         estimates a correct-answer probability of about 0.29 for workers whose true
-        one is about 0.57) and falls below majority vote. ``crowdlearn bench
-        aggregation-defaults`` (BENCHMARKS.md) compared no prior, Laplace 1, a cap of
-        3 iterations and diagonal priors 1, 2 and 4 on the 12 registry datasets with
-        truth: this prior had the best mean accuracy (0.856 against 0.841 without a
-        prior, 0.820 with Laplace 1, 0.850 with 3 iterations), better than no prior
-        on 8 datasets and worse on 2. ``smoothing=0, diagonal_prior=0`` gives the
-        unsmoothed maximum-likelihood EM (the default before, and crowd-kit's model).
+        one is about 0.57) and falls below majority vote. ``python -m benchmarks
+        aggregation-defaults`` (benchmarks/pages/aggregation.md) compared no prior, Laplace
+        1, a cap of 3 iterations and diagonal priors 1, 2 and 4 on the 12 registry datasets
+        with truth: this prior had the best mean accuracy (0.856 against 0.841 without a
+        prior, 0.820 with Laplace 1, 0.850 with 3 iterations), better than no prior on 8
+        datasets and worse on 2. ``smoothing=0, diagonal_prior=0`` gives the unsmoothed
+        maximum-likelihood EM (the default before, and crowd-kit's model).
     prior_smoothing : float, default 0.0
         Pseudo-count added to each class when estimating the class prior.
     hard : bool, default False

@@ -162,7 +162,7 @@ class CrowdInG(_CrowdInGRounds, BaseLearner):
         ``t``, ``mu``, ``gan_lr`` and ``expand`` are the values the ``crowding``
         benchmark's coordinate search chose on LabelMe's validation split (seed 0,
         the paper's 40 x 5 CrowdInG stage); on that split every lambda and t
-        scored within 2 of its 500 images (BENCHMARKS.md).
+        scored within 2 of its 500 images (benchmarks/pages/crowding.md).
     t : float, default 0.4
         Normalised-entropy threshold of the two-step update (tasks below update G).
     crm_share : float in (0, 1] or None, default None
@@ -185,7 +185,8 @@ class CrowdInG(_CrowdInGRounds, BaseLearner):
         over its pre-trained Crowd Layer start: at the paper's rate 2e-4 the accuracy
         falls epoch by epoch on LabelMe and Music (``crowding-drift``), and at the
         default 1e-5 the 10-epoch and 40-epoch fits score the same on four datasets
-        (BENCHMARKS.md, the leaderboard's reading) at a quarter of the GAN epochs.
+        (benchmarks/pages/learning.md, the leaderboard's reading) at a quarter of the
+        GAN epochs.
     updates_per_epoch : int, default 5
         Updates of the generative and discriminative modules per epoch (the paper's 5);
         each is one pass of D/Q, then of G over the low-entropy tasks, then of C over

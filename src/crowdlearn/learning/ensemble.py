@@ -7,7 +7,7 @@ averages the members' probabilities. Averaging independently trained networks ("
 ensembles", Lakshminarayanan, Pritzel and Blundell, NeurIPS 2017) reduces the variance
 of a single fit, which on a small crowd (Music: 700 tasks) is a large part of the error,
 and combining methods whose noise models differ hedges against one model being wrong
-for the crowd at hand. ``crowdlearn bench ensemble`` measures both effects.
+for the crowd at hand. ``python -m benchmarks ensemble`` measures both effects.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from crowdlearn._registry import _top_level_split
 from crowdlearn.data import CrowdData, CrowdDataError
 from crowdlearn.learning._base import TRAINING_PARAMS, BaseLearner, _same_value
 
-#: The default members: the four learners with the best mean rank over the four
-#: datasets of ``crowdlearn bench leaderboard-no-truth`` (LabelMe, Music and the
-#: simulated crowds on USPS and digits; BENCHMARKS.md), with Doctor Net's two variants
-#: counted once (the learned weights, the better ranked). Each has a different noise
-#: model: annotator heads, EM with per-worker confusions, mixup with annotator
-#: embeddings, and GLAD's worker ability and task difficulty in a two-stage fit.
+#: The default members: the four learners with the best mean rank over the four datasets of
+#: ``python -m benchmarks leaderboard-no-truth`` (LabelMe, Music and the simulated crowds
+#: on USPS and digits; benchmarks/pages/learning.md), with Doctor Net's two variants
+#: counted once (the learned weights, the better ranked). Each has a different noise model:
+#: annotator heads, EM with per-worker confusions, mixup with annotator embeddings, and
+#: GLAD's worker ability and task difficulty in a two-stage fit.
 DEFAULT_MEMBERS: tuple[str, ...] = ("doctornet-w", "dl-em", "annot-mix", "glad+nn")
 
 #: Offset between the seeds of successive repetitions of the members.

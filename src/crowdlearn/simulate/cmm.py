@@ -104,7 +104,7 @@ def cmm_gaussians(
       off-diagonal entry) lies in ``[0, pooled_margin)``. Every class is still named
       most often by a random annotator, while the inexpert group confuses some class
       (rule (a) of ``"diag-dominant"`` fails). This is the band where, over the
-      stress and diag-dominant runs of ``crowdlearn bench cmm-scaling``, hard majority
+      stress and diag-dominant runs of ``python -m benchmarks cmm-scaling``, hard majority
       vote was about as accurate as the paper's (about 0.80): our reading of the
       crowd difficulty the paper's Table 2 implies.
 
