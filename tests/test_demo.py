@@ -1,20 +1,61 @@
-"""The main job (``crowdlearn demo``) runs end to end and learns something real."""
+"""The main job (``crowdlearn demo``) runs end to end and learns something real.
+
+The demo takes half a minute (six logistic regressions on the digits), so it runs once
+per module: ``crowdlearn demo --quiet`` through the CLI, with a spy around
+:func:`crowdlearn.demo.run_demo` that keeps what the real function returned. One test
+reads that result, the other the command's output; both come from the same real run.
+"""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from click.testing import CliRunner
+import pytest
+from click.testing import CliRunner, Result
 
+import crowdlearn.demo
 from crowdlearn.aggregation import DawidSkene
 from crowdlearn.cli import cli
-from crowdlearn.demo import DEMO_METHODS, run_demo
+from crowdlearn.demo import DEMO_METHODS, DemoResult
 from crowdlearn.metrics import acc_train
 
 
-def test_demo_table_compares_every_method_with_the_ceiling():
-    result = run_demo(seed=0, progress=False)
+@dataclass
+class DemoRun:
+    """One ``crowdlearn demo --quiet``: the command's result, and the arguments and the
+    return value of each call it made to the real ``run_demo``."""
+
+    command: Result
+    calls: list[dict[str, Any]]
+    results: list[DemoResult]
+
+
+@pytest.fixture(scope="module")
+def demo_run() -> DemoRun:
+    real = crowdlearn.demo.run_demo
+    run = DemoRun(command=None, calls=[], results=[])  # type: ignore[arg-type]
+
+    def spy(*args: Any, **kwargs: Any) -> DemoResult:
+        run.calls.append({"args": args, **kwargs})
+        run.results.append(real(*args, **kwargs))
+        return run.results[-1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        # the command imports run_demo from crowdlearn.demo when it runs
+        patch.setattr(crowdlearn.demo, "run_demo", spy)
+        run.command = CliRunner().invoke(cli, ["demo", "--quiet"])
+    return run
+
+
+def test_demo_table_compares_every_method_with_the_ceiling(demo_run):
+    # the command ran the real demo once, as run_demo(seed=0, progress=False)
+    assert demo_run.calls == [{"args": (), "seed": 0, "progress": False}]
+    if not demo_run.results:  # the real run raised: show why
+        raise demo_run.command.exception  # type: ignore[misc]
+    [result] = demo_run.results
     table = result.table.set_index("method")
     assert list(table.index) == [m.name for m in DEMO_METHODS] + ["true labels (ceiling)"]
     assert table.loc["true labels (ceiling)", "AccTrain"] == 1.0
@@ -55,8 +96,8 @@ def test_demo_table_compares_every_method_with_the_ceiling():
     )
 
 
-def test_demo_command_prints_the_table_and_what_each_method_is_for():
-    result = CliRunner().invoke(cli, ["demo", "--quiet"])
+def test_demo_command_prints_the_table_and_what_each_method_is_for(demo_run):
+    result = demo_run.command
     assert result.exit_code == 0, result.output
     assert "majority vote" in result.output and "AccTrain" in result.output
     assert "true labels (ceiling)" in result.output
@@ -65,3 +106,7 @@ def test_demo_command_prints_the_table_and_what_each_method_is_for():
         assert method.purpose and f"  {method.name:<14} {method.purpose}" in result.output
     assert "Dawid-Skene vs majority vote" in result.output
     assert "largest / smallest class" in result.output and " R = " not in result.output
+    # what it prints is the table of the run it made
+    [demo] = demo_run.results
+    assert demo.table.to_string(index=False, float_format=lambda v: f"{v:.3f}") in result.output
+    assert f"Crowd: {demo.crowd_summary()}" in result.output
