@@ -252,15 +252,21 @@ def test_agreement_with_crowdkit_ds_and_one_coin():
 
 def test_agreement_with_crowdkit_glad():
     crowdkit = pytest.importorskip("crowdkit.aggregation")
-    data = independent_confusion(n_worker=15, n_task=200, n_classes=3, feedback=5, seed=3)
+    # crowd-kit's GLAD takes about 0.3 s an iteration: 100 tasks and 15 iterations keep
+    # it to a few seconds (200 and 40 took 14-20 s). The two still meet (largest
+    # posterior gap 0.003), while GLAD without the 1/(K-1) of wrong answers, without
+    # the task difficulties' update, with the alphas' prior centred on 0, learning the
+    # class prior or with one Newton step per M-step is 0.12 to 1.0 away (or disagrees
+    # on 8% of the tasks).
+    data = independent_confusion(n_worker=15, n_task=100, n_classes=3, feedback=5, seed=3)
     # crowd-kit 1.4.2 stops GLAD as soon as its expected complete-data log-likelihood
     # drops, which happens after ~2 iterations; tol=-inf makes it run all n_iter, so
     # both implementations are compared at (near) the same fixed point.
     agreement, gap = _compare_with_crowdkit(
-        GLAD(max_iter=40, tol=0), crowdkit.GLAD(n_iter=40, tol=-np.inf), data
+        GLAD(max_iter=15, tol=0), crowdkit.GLAD(n_iter=15, tol=-np.inf), data
     )
     assert agreement >= 0.99, f"GLAD: agreement {agreement}, largest posterior gap {gap}"
-    assert gap < 0.05
+    assert gap < 0.02
 
 
 # ------------------------------------------------------------ the default prior (regression)
