@@ -35,10 +35,29 @@ def crowd():
     return independent_confusion(n_worker=25, n_task=600, n_classes=3, feedback=4, seed=3)
 
 
+@pytest.fixture(scope="module")
+def dask_fit(client, crowd):
+    """``dask_fit(name, npartitions, **params)``: ``dist.<name>(**params)`` fitted on
+    ``crowd``, once per module for the same name, parameters and partitions (a Dask EM
+    fit takes seconds: one round trip to the workers per step). The posteriors are
+    collected to the client at once, so a later cluster restart does not lose them."""
+    fits = {}
+
+    def fit(name, npartitions, **params):
+        model = getattr(dist, name)(**params)
+        key = (name, npartitions, tuple(sorted(model.get_params().items())))
+        if key not in fits:
+            fits[key] = model.fit(crowd, client=client, npartitions=npartitions)
+            fits[key].predict_proba()  # collected: kept client-side from now on
+        return fits[key]
+
+    return fit
+
+
 @pytest.mark.parametrize("name", METHODS)
-def test_posteriors_equal_in_memory(client, crowd, name):
+def test_posteriors_equal_in_memory(dask_fit, crowd, name):
     memory = getattr(aggregation, name)().fit(crowd)
-    model = getattr(dist, name)().fit(crowd, client=client, npartitions=3)
+    model = dask_fit(name, npartitions=3)
     np.testing.assert_array_equal(model.task_ids_, crowd.task_ids)
     np.testing.assert_allclose(model.predict_proba(), memory.probas_, rtol=0, atol=1e-6)
     np.testing.assert_array_equal(model.predict(), memory.labels_)
@@ -82,9 +101,9 @@ def test_parameters_equal_in_memory(client, crowd):
 
 
 @pytest.mark.parametrize("class_prior", ["uniform", "learn"])
-def test_glad_parameters_equal_in_memory(client, crowd, class_prior):
+def test_glad_parameters_equal_in_memory(dask_fit, crowd, class_prior):
     memory = aggregation.GLAD(class_prior=class_prior).fit(crowd)
-    model = dist.GLAD(class_prior=class_prior).fit(crowd, client=client, npartitions=3)
+    model = dask_fit("GLAD", npartitions=3, class_prior=class_prior)
     np.testing.assert_allclose(model.alphas_, memory.alphas_, atol=1e-9)
     np.testing.assert_allclose(model.betas_, memory.betas_, atol=1e-9)
     np.testing.assert_allclose(model.priors_, memory.priors_, atol=1e-9)
@@ -92,8 +111,8 @@ def test_glad_parameters_equal_in_memory(client, crowd, class_prior):
 
 
 @pytest.mark.parametrize("npartitions", [1, 2, 5])
-def test_partition_count_does_not_change_results(client, crowd, npartitions):
-    reference = dist.DawidSkene().fit(crowd, client=client, npartitions=4).predict_proba()
+def test_partition_count_does_not_change_results(dask_fit, client, crowd, npartitions):
+    reference = dask_fit("DawidSkene", npartitions=3).predict_proba()
     probas = dist.DawidSkene().fit(crowd, client=client, npartitions=npartitions)
     np.testing.assert_allclose(probas.predict_proba(), reference, rtol=0, atol=1e-9)
 
@@ -140,7 +159,18 @@ def test_restart_mid_fit_fails_cleanly_without_output(client, tmp_path):
 
     thread = threading.Thread(target=fit)
     thread.start()
-    time.sleep(3.0)
+    # restart once the fit is in its EM loop (the posteriors of a second step are being
+    # computed; with tol=0 it never ends by itself), rather than after a fixed 3 s
+    first = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and thread.is_alive():
+        current = getattr(model, "posteriors_", None)
+        if first is None:
+            first = current
+        elif current is not first:
+            break
+        time.sleep(0.05)
+    assert thread.is_alive() and first is not None and current is not first
     client.restart()
     thread.join(timeout=60)
     assert not thread.is_alive()
