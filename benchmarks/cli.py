@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from crowdlearn.cli._app import EXIT_INTERRUPTED, PREFIX, debugging, fail
+from crowdlearn.cli._numbers import number
 
 #: The runner's name in usage lines and error hints.
 PROG = "python -m benchmarks"
@@ -23,7 +24,13 @@ PROG = "python -m benchmarks"
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("name", required=False)
 @click.option("--quick", is_flag=True, help="A small, fast version of the same experiment.")
-@click.option("--seeds", default=1, show_default=True, help="Repeats (seeds) to average over.")
+@click.option(
+    "--seeds",
+    type=number("--seeds"),
+    default=1,
+    show_default=True,
+    help="Repeats (seeds) to average over.",
+)
 @click.option(
     "--out",
     "out",

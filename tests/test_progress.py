@@ -268,19 +268,21 @@ def test_format_postfix_keeps_numbers_short_and_drops_missing_values():
 def test_a_latched_interrupt_stops_every_later_step_of_a_bar(shown, monkeypatch, capsys):
     """A KeyboardInterrupt dropped inside a finaliser still stops the loop: the CLI's
     handler sets a flag that the bars' iteration and update turn into one."""
-    monkeypatch.setattr(_progress, "_interrupted", False)
+    import signal
+
+    monkeypatch.setattr(_progress, "_interrupted", 0)
     bar = progress_bar(range(10), progress=shown, desc="t")
     seen = []
     with pytest.raises(KeyboardInterrupt):
         for step in bar:
             seen.append(step)
             if step == 2:
-                monkeypatch.setattr(_progress, "_interrupted", True)
+                monkeypatch.setattr(_progress, "_interrupted", signal.SIGINT)
     assert seen == [0, 1, 2]
     other = progress_bar(total=5, progress=shown)
     with pytest.raises(KeyboardInterrupt):
         other.update()
-    monkeypatch.setattr(_progress, "_interrupted", False)
+    monkeypatch.setattr(_progress, "_interrupted", 0)
     other.update()
     bar.close()
     other.close()
@@ -289,17 +291,26 @@ def test_a_latched_interrupt_stops_every_later_step_of_a_bar(shown, monkeypatch,
 def test_latch_interrupts_sets_the_flag_and_raises(monkeypatch):
     import signal
 
-    monkeypatch.setattr(_progress, "_interrupted", False)
-    previous = signal.getsignal(signal.SIGINT)
+    monkeypatch.setattr(_progress, "_interrupted", 0)
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {signum: signal.getsignal(signum) for signum in signals}
     try:
         _progress.latch_interrupts()
         handler = signal.getsignal(signal.SIGINT)
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(KeyboardInterrupt) as caught:
             handler(signal.SIGINT, None)
-        assert _progress._interrupted is True
+        assert not isinstance(caught.value, _progress.Terminated)
+        assert _progress._interrupted == signal.SIGINT
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            with pytest.raises(_progress.Terminated) as caught:
+                signal.getsignal(signum)(signum, None)
+            assert caught.value.signum == signum and _progress._interrupted == signum
+            with pytest.raises(_progress.Terminated):  # it sticks, as Ctrl-C does
+                _progress.check_interrupted()
     finally:
-        signal.signal(signal.SIGINT, previous)
-        monkeypatch.setattr(_progress, "_interrupted", False)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        monkeypatch.setattr(_progress, "_interrupted", 0)
 
 
 def test_a_bar_interrupted_while_it_draws_itself_stays_counted(monkeypatch, capsys):

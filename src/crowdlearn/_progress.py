@@ -177,7 +177,16 @@ def open_bars() -> int:
 
 
 #: Set by the CLI's Ctrl-C handler (:func:`latch_interrupts`).
-_interrupted = False
+_interrupted: int = 0  # the signal number once interrupted under latch_interrupts
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP under :func:`latch_interrupts`: handled like Ctrl-C (outputs
+    discarded, temporaries removed), reported with the signal's own exit status."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 def latch_interrupts() -> None:
@@ -185,22 +194,34 @@ def latch_interrupts() -> None:
     default does, and also sets a flag that every later progress update turns into a
     KeyboardInterrupt. A KeyboardInterrupt raised while the interpreter runs a finaliser
     (``__del__``, a weakref callback, garbage collection) is printed and dropped, so
-    without the flag a long loop could go on after Ctrl-C. Only the CLI installs it; a
-    Python session keeps its own handler."""
+    without the flag a long loop could go on after Ctrl-C. SIGTERM (``kill``, a job
+    scheduler) and SIGHUP (a closed terminal) are handled the same way, as
+    :class:`Terminated`: Python's default for them ends the process at once, without
+    the clean-up that removes a command's temporary files. Only the CLI installs it; a
+    Python session keeps its own handlers."""
     import signal
 
     def interrupted(signum: int, frame: Any) -> None:
         global _interrupted
-        _interrupted = True
-        raise KeyboardInterrupt
+        _interrupted = signum
+        raise _interruption(signum)
 
-    signal.signal(signal.SIGINT, interrupted)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):  # no SIGHUP on Windows
+            signal.signal(getattr(signal, name), interrupted)
+
+
+def _interruption(signum: int) -> KeyboardInterrupt:
+    import signal
+
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
 
 
 def check_interrupted() -> None:
-    """Raise KeyboardInterrupt when Ctrl-C was pressed under :func:`latch_interrupts`."""
+    """Raise KeyboardInterrupt (or :class:`Terminated`) when Ctrl-C was pressed (or
+    SIGTERM / SIGHUP received) under :func:`latch_interrupts`."""
     if _interrupted:
-        raise KeyboardInterrupt
+        raise _interruption(_interrupted)
 
 
 def format_postfix(values: dict[str, Any]) -> dict[str, str]:

@@ -109,13 +109,24 @@ def test_long_runs_never_overflow():
     np.testing.assert_array_equal(kos.labels_, KOS(max_iter=100).fit(data).labels_)
 
 
+@pytest.mark.parametrize(
+    ("tasks", "workers", "labels"),
+    [
+        (["t1", "t2"], ["w", "w"], ["a", "b"]),  # one worker
+        (["t1", "t1", "t1"], ["u", "v", "w"], ["a", "b", "b"]),  # one task
+        (["t1", "t2", "t3"], ["u", "v", "w"], ["a", "b", "b"]),  # no task shared
+    ],
+    ids=["one worker", "one task", "no shared task"],
+)
+def test_a_crowd_where_no_message_carries_information_is_refused(tasks, workers, labels):
+    """Every score would be 0 and every label a tie-break (issue 32): refused."""
+    data = CrowdData.from_arrays(tasks, workers, labels)
+    with pytest.raises(CrowdDataError, match="KOS needs at least two workers"):
+        KOS().fit(data)
+
+
 def test_zero_scores_are_ties():
-    # One worker: no task message carries information, every score is 0.
-    data = CrowdData.from_arrays(["t1", "t2"], ["w", "w"], ["a", "b"])
-    kos = KOS().fit(data)
-    np.testing.assert_array_equal(kos.scores_, [0.0, 0.0])
-    np.testing.assert_array_equal(kos.probas_, [[0.5, 0.5], [0.5, 0.5]])
-    # A declared task without annotations is a tie too.
+    # A declared task without annotations is a tie.
     data = CrowdData.from_arrays(
         ["t1", "t1", "t2", "t2"], ["v", "w", "v", "w"], list("aabb"), task_ids=["t0", "t1", "t2"]
     )

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from crowdlearn.cli import _output as output_module
 from crowdlearn.cli import cli
 from crowdlearn.cli._app import cli_message
-from crowdlearn.cli._output import OutputError, Outputs
+from crowdlearn.cli._output import MARKER, OutputError, Outputs
 
 CSV = "task,worker,label\nt1,w1,a\nt1,w2,b\nt2,w1,a\nt2,w2,a\nt3,w1,b\nt3,w2,b\n"
 
@@ -32,7 +32,14 @@ def crowd(tmp_path: Path) -> Path:
 
 
 def listing(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir())
+    """The entries of ``folder``, without crowdlearn's marker of its output folders."""
+    return sorted(p.name for p in folder.iterdir() if p.name != MARKER)
+
+
+def mark_as_ours(folder: Path) -> None:
+    """Make ``folder`` look like an earlier run's output: a marker listing everything."""
+    entries = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
+    (folder / MARKER).write_text(json.dumps({"written_by": "crowdlearn", "entries": entries}))
 
 
 def test_overwrite_replaces_the_folder_as_a_whole(crowd, tmp_path):
@@ -163,6 +170,7 @@ def test_a_failed_rename_of_the_second_target_restores_the_first(tmp_path, monke
     first, second = tmp_path / "a", tmp_path / "b.csv"
     first.mkdir()
     (first / "old.txt").write_text("old")
+    mark_as_ours(first)
     second.write_text("old b")
     outputs = Outputs(overwrite=True)
     a, b = outputs.folder(str(first)), outputs.file(str(second), "--pruned-output")
@@ -190,7 +198,7 @@ def test_two_outputs_on_one_path_are_refused(tmp_path):
         outputs.file(str(tmp_path / "x"), "--pruned-output")
 
 
-EXISTING = st.sampled_from(["absent", "empty-folder", "folder", "file"])
+EXISTING = st.sampled_from(["absent", "empty-folder", "our-folder", "their-folder", "file"])
 
 
 @settings(
@@ -210,10 +218,12 @@ def test_outputs_are_all_or_nothing(tmp_path_factory, existing, kind, overwrite,
     or leaves exactly the new output (nothing stale), and never a temporary."""
     root = tmp_path_factory.mktemp("o")
     target = root / "out"
-    if existing in ("empty-folder", "folder"):
+    if existing.endswith("folder"):
         target.mkdir()
-        if existing == "folder":
+        if existing != "empty-folder":
             (target / "stale.csv").write_text("old")
+        if existing == "our-folder":
+            mark_as_ours(target)
     elif existing == "file":
         target.write_text("old")
 
@@ -228,10 +238,13 @@ def test_outputs_are_all_or_nothing(tmp_path_factory, existing, kind, overwrite,
     try:
         declared = outputs.folder(str(target)) if kind == "folder" else outputs.file(str(target))
     except ValueError:
-        refused_folder = kind == "file" and existing in ("empty-folder", "folder")
-        assert refused_folder or (existing in ("folder", "file") and not overwrite)
+        refused_folder = kind == "file" and existing.endswith("folder")
+        not_ours = existing == "their-folder"  # --overwrite never removes what is not ours
+        exists = existing in ("our-folder", "their-folder", "file")
+        assert refused_folder or not_ours or (exists and not overwrite)
         assert state() == before
         return
+    assert existing != "their-folder"
     try:
         with outputs:
             if kind == "folder":
@@ -246,6 +259,7 @@ def test_outputs_are_all_or_nothing(tmp_path_factory, existing, kind, overwrite,
         return
     if kind == "folder":
         assert listing(target) == sorted(names)
+        assert json.loads((target / MARKER).read_text())["entries"] == sorted(names)
     else:
         assert target.read_text() == "new"
     assert listing(root) == ["out"]

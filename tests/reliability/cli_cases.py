@@ -82,6 +82,20 @@ def input_files() -> dict[str, bytes | None]:
             }
         ),
         "ids.json": json.dumps({"t1": {"w1": 0}}).encode(),
+        # the sweep of issue 32
+        "proj/crowd.csv": CSV_3.encode(),
+        "proj/gold.csv": b"task,label\nt1,a\n",
+        "proj/feats.npy": _npy(np.arange(8, dtype=np.float64).reshape(4, 2)),
+        "one-task.csv": b"task,worker,label\nt1,w1,0\nt1,w2,1\nt1,w3,1\n",
+        "one-worker.csv": b"task,worker,label\nt1,w1,0\nt2,w1,1\nt3,w1,1\nt4,w1,0\n",
+        "zerofeats.npy": _npy(np.zeros((4, 0))),
+        "hugefeats.npy": _npy(np.array([[1.0, 2.0], [1e300, 0.0], [0.0, 1.0], [1.0, 1.0]])),
+        "notzip.npz": b"PK garbage",
+        "crowd.csv.gz": CSV_3.encode(),
+        "spaces.csv": b"task,worker,label\nt1,w1,a\nt1 ,w2,a\n1,w1,b\n1.0,w2,b\n",
+        "crowd.parquet": _parquet(
+            {"task": ["t1", "t1", "t2"], "worker": ["w1", "w2", "w1"], "label": ["a", "b", "a"]}
+        ),
     }
 
 
@@ -303,7 +317,7 @@ CASES: list[Case] = [
     Case(
         "aggregate-into-current-folder",
         ["aggregate", "crowd.csv", "-s", "mv", "-o", ".", OVER],
-        "the current folder",
+        "holds the input crowd.csv",
     ),
     Case(
         "aggregate-through-a-file",
@@ -333,14 +347,14 @@ CASES: list[Case] = [
         ["aggregate", "crowd.csv", "-s", "mv", "-o", "out", OVER],
         "cannot write out: No space left on device",
         fault="disk-full",
-        target=("out", "folder"),
+        target=("out", "ours"),
     ),
     Case(
         "aggregate-rename-fails",
         ["aggregate", "crowd.csv", "-s", "mv", "-o", "out", OVER],
         "cannot write out",
         fault="rename",
-        target=("out", "folder"),
+        target=("out", "ours"),
     ),
     Case(
         "aggregate-memory-error",
@@ -361,7 +375,7 @@ CASES: list[Case] = [
         "interrupted",
         exit=130,
         fault="interrupt",
-        target=("out", "folder"),
+        target=("out", "ours"),
     ),
     Case(
         "aggregate-bug",
@@ -388,7 +402,12 @@ CASES: list[Case] = [
         OVER,
         target=("precious.csv", "file"),
     ),
-    Case("convert-onto-itself", ["convert", "crowd.csv", "-o", "crowd.csv"], OVER),
+    Case("convert-onto-itself", ["convert", "crowd.csv", "-o", "crowd.csv"], "is the input"),
+    Case(
+        "convert-onto-itself-overwrite",
+        ["convert", "crowd.csv", "-o", "crowd.csv", OVER],
+        "is the input crowd.csv",
+    ),
     Case(
         "convert-into-folder",
         ["convert", "crowd.csv", "-o", "dir", "--to", "csv"],
@@ -454,7 +473,7 @@ CASES: list[Case] = [
             "-o",
             "out",
         ],
-        "--hidden 0",
+        "'--hidden': must be an integer >= 1, got 0",
     ),
     Case(
         "learn-epochs-0",
@@ -670,7 +689,7 @@ CASES: list[Case] = [
     Case(
         "report-max-rows-1",
         ["report", "binary.csv", "--max-worker-rows", "1", "-o", "r.html"],
-        "at least 2",
+        "'--max-worker-rows': must be an integer >= 2",
     ),
     Case(
         "report-nonexistent",
@@ -788,7 +807,7 @@ CASES: list[Case] = [
     Case(
         "simulate-negative-tasks",
         ["simulate", "independent-confusion", "--n-task", "-5", "-o", "out"],
-        "n_task",
+        "'--n-task'",
     ),
     # ---------------------------------------------------------------- datasets, bench
     Case("datasets-info-unknown", ["datasets", "info", "nosuch"], "nosuch"),
@@ -818,6 +837,345 @@ CASES: list[Case] = [
         "datasets-export-not-fetched",
         ["datasets", "export", "labelme", "--root", "emptydir", "-o", "o.csv"],
         "--data-root",
+    ),
+    # ---------------------------------------------------------------- issue 32's sweep
+    # 1. --overwrite never removes an input, nor a file crowdlearn did not write
+    Case(
+        "aggregate-overwrite-folder-holding-the-input",
+        ["aggregate", "proj/crowd.csv", "-s", "mv", "-o", "proj", OVER],
+        "holds the input proj/crowd.csv",
+    ),
+    Case(
+        "identify-overwrite-folder-holding-the-input",
+        ["identify", "proj/crowd.csv", "-o", "proj", OVER],
+        "holds the input proj/crowd.csv",
+    ),
+    Case(
+        "aggregate-overwrite-folder-holding-the-gold",
+        ["aggregate", "crowd.csv", "-s", "ds", "--gold", "proj/gold.csv", "-o", "proj", OVER],
+        "holds the input proj/gold.csv",
+    ),
+    Case(
+        "learn-overwrite-folder-holding-the-features",
+        ["learn", "crowd.csv", "-s", "mv+nn", "--features", "proj/feats.npy", "-o", "proj", OVER],
+        "holds the input proj/feats.npy",
+    ),
+    Case(
+        "report-onto-its-input",
+        ["report", "crowd.csv", "-o", "crowd.csv", OVER],
+        "is the input crowd.csv",
+    ),
+    Case(
+        "aggregate-overwrite-a-folder-not-ours",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "out", OVER],
+        "crowdlearn did not write this folder",
+        target=("out", "folder"),
+    ),
+    Case(
+        "aggregate-overwrite-ours-with-a-file-added",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "out", OVER],
+        "does not list",
+        target=("out", "ours-plus"),
+    ),
+    # 2-4. numbers out of range, non-finite training
+    Case(
+        "learn-lr-inf",
+        [
+            "learn",
+            "crowd.csv",
+            "-s",
+            "mv+nn",
+            "--features",
+            "feats.npy",
+            "-o",
+            "out",
+            "--lr",
+            "inf",
+        ],
+        "'--lr'",
+    ),
+    Case(
+        "learn-param-lr-inf",
+        [
+            "learn",
+            "crowd.csv",
+            "-s",
+            "mv+nn",
+            "--features",
+            "feats.npy",
+            "-o",
+            "out",
+            "--param",
+            "lr=inf",
+        ],
+        "lr must be a finite number > 0",
+    ),
+    Case(
+        "learn-diverges",
+        [
+            "learn",
+            "crowd.csv",
+            "-s",
+            "mv+nn",
+            "--features",
+            "feats.npy",
+            "-o",
+            "out",
+            "--lr",
+            "1e30",
+            "--epochs",
+            "3",
+            "--valid",
+            "none",
+        ],
+        "training diverged in epoch",
+    ),
+    Case(
+        "learn-zero-feature-columns",
+        ["learn", "crowd.csv", "-s", "mv+nn", "--features", "zerofeats.npy", "-o", "out"],
+        "no feature columns",
+    ),
+    Case(
+        "learn-features-beyond-float32",
+        ["learn", "crowd.csv", "-s", "mv+nn", "--features", "hugefeats.npy", "-o", "out"],
+        "beyond float32's range",
+    ),
+    Case(
+        "learn-dropout-negative",
+        [
+            "learn",
+            "crowd.csv",
+            "-s",
+            "mv+nn",
+            "--features",
+            "feats.npy",
+            "-o",
+            "o",
+            "--dropout",
+            "-0.1",
+        ],
+        "'--dropout'",
+    ),
+    Case(
+        "learn-dropout-one",
+        [
+            "learn",
+            "crowd.csv",
+            "-s",
+            "mv+nn",
+            "--features",
+            "feats.npy",
+            "-o",
+            "o",
+            "--dropout",
+            "1",
+        ],
+        "[0, 1)",
+    ),
+    Case(
+        "learn-seed-negative",
+        [
+            "learn",
+            "crowd.csv",
+            "-s",
+            "mv+nn",
+            "--features",
+            "feats.npy",
+            "-o",
+            "o",
+            "--seed",
+            "-1",
+        ],
+        "'--seed'",
+    ),
+    Case(
+        "learn-seed-20-digits",
+        [
+            "learn",
+            "crowd.csv",
+            "-s",
+            "mv+nn",
+            "--features",
+            "feats.npy",
+            "-o",
+            "o",
+            "--seed",
+            "9" * 20,
+        ],
+        "'--seed'",
+    ),
+    Case(
+        "report-max-task-rows-1",
+        ["report", "crowd.csv", "-o", "r.html", "--max-task-rows", "1"],
+        "'--max-task-rows'",
+    ),
+    Case(
+        "simulate-ratio-nan",
+        ["simulate", "hammer-spammer", "--ratio", "nan", "-o", "out"],
+        "'--ratio'",
+    ),
+    # 5. degenerate crowds
+    Case(
+        "aggregate-mmsr-one-task",
+        ["aggregate", "one-task.csv", "-s", "mmsr", "-o", "out"],
+        "MMSR needs at least two annotated tasks",
+    ),
+    Case(
+        "aggregate-kos-one-task",
+        ["aggregate", "one-task.csv", "-s", "kos", "-o", "out"],
+        "KOS needs at least two workers",
+    ),
+    Case(
+        "aggregate-kos-one-worker",
+        ["aggregate", "one-worker.csv", "-s", "kos", "-o", "out"],
+        "1 worker(s)",
+    ),
+    # 7. links
+    Case(
+        "aggregate-dangling-symlink-output",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "link"],
+        "a symbolic link to a missing path",
+        target=("link", "dangling"),
+    ),
+    # 8. SIGTERM while the outputs are written
+    Case(
+        "aggregate-sigterm-while-writing",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "out", OVER],
+        "terminated by SIGTERM",
+        exit=143,
+        fault="sigterm",
+        target=("out", "ours"),
+    ),
+    # 9-10. memory and disk
+    Case(
+        "learn-hidden-huge",
+        [
+            "learn",
+            "crowd.csv",
+            "-s",
+            "mv+nn",
+            "--features",
+            "feats.npy",
+            "-o",
+            "out",
+            "--hidden",
+            "1000000000000",
+        ],
+        "not enough memory",
+    ),
+    Case(
+        "learn-disk-full-saving-the-model",
+        [
+            "learn",
+            "crowd.csv",
+            "-s",
+            "mv+nn",
+            "--features",
+            "feats.npy",
+            "-o",
+            "out",
+            "--epochs",
+            "1",
+        ],
+        "cannot write out: No space left on device",
+        fault="model-disk-full",
+    ),
+    # 11. Dask options
+    Case(
+        "aggregate-dask-negative-worker-memory",
+        [
+            "aggregate",
+            "crowd.parquet",
+            "-s",
+            "ds",
+            "--engine",
+            "dask",
+            "--worker-memory",
+            "-5GB",
+            "-o",
+            "out",
+        ],
+        "--worker-memory -5GB",
+        skip_if="distributed",
+    ),
+    Case(
+        "aggregate-dask-100000-local-workers",
+        [
+            "aggregate",
+            "crowd.parquet",
+            "-s",
+            "ds",
+            "--engine",
+            "dask",
+            "--local-workers",
+            "100000",
+            "-o",
+            "out",
+        ],
+        "'--local-workers'",
+    ),
+    Case(
+        "aggregate-dask-on-a-csv",
+        ["aggregate", "crowd.csv", "-s", "ds", "--engine", "dask", "-o", "out"],
+        "reads Parquet",
+        skip_if="distributed",
+    ),
+    # 12. inputs that are not regular files
+    Case(
+        "aggregate-fifo-input",
+        ["aggregate", "pipe", "-s", "mv", "-o", "out"],
+        "a FIFO",
+        target=("pipe", "fifo"),
+    ),
+    Case(
+        "aggregate-dev-zero-input",
+        ["aggregate", "zero.csv", "-s", "mv", "-o", "out"],
+        "a character device",
+        target=("zero.csv", "zero-link"),
+    ),
+    Case(
+        "learn-fifo-features",
+        ["learn", "crowd.csv", "-s", "mv+nn", "--features", "pipe", "-o", "out"],
+        "pipe: a FIFO",
+        target=("pipe", "fifo"),
+    ),
+    Case(
+        "aggregate-symlink-loop-input",
+        ["aggregate", "loop.csv", "-s", "mv", "-o", "out"],
+        "a loop of symbolic links",
+        target=("loop.csv", "loop"),
+    ),
+    # 14-15. one line, advice that can be followed
+    Case(
+        "convert-warnings-then-error",
+        ["convert", "spaces.csv", "-o", "m.txt"],
+        "write CSV or Parquet",
+    ),
+    Case(
+        "learn-duplicates-advice",
+        ["learn", "dup.csv", "-s", "mv+nn", "--features", "feats.npy", "-o", "out"],
+        "--duplicates keep",
+    ),
+    Case(
+        "aggregate-gzip",
+        ["aggregate", "crowd.csv.gz", "-s", "mv", "-o", "out"],
+        "gunzip -k crowd.csv.gz",
+    ),
+    Case(
+        "aggregate-registry-name-not-fetched",
+        ["--data-root", "emptydir", "aggregate", "labelme", "-s", "mv", "-o", "out"],
+        "datasets fetch labelme",
+    ),
+    Case(
+        "learn-npz-not-readable",
+        ["learn", "crowd.csv", "-s", "mv+nn", "--features", "notzip.npz", "-o", "out"],
+        "not a readable .npz file",
+    ),
+    # 17. repeated options
+    Case(
+        "identify-prune-twice",
+        ["identify", "crowd.csv", "-o", "out", "--prune", "entropy=0.1", "--prune", "entropy=0.2"],
+        "given twice",
     ),
     Case("bench-unknown", ["bench", "nosuch"], "unknown benchmark"),
     Case(

@@ -49,6 +49,14 @@ class Case:
     names_file: bool = False
 
 
+def _learn_on(features: np.ndarray) -> Any:
+    """Fit a learner on a two-task crowd with these features."""
+    from crowdlearn.learning import TwoStage
+
+    data = CrowdData.from_arrays([0, 1], [0, 0], [0, 1]).with_features(features)
+    return TwoStage(max_epochs=1, progress=False).fit(data)
+
+
 def _file(tmp_path: Path, name: str, content: str | bytes) -> Path:
     path = tmp_path / name
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -531,6 +539,68 @@ CASES = [
         CrowdDataError,
         ("2-D", "(2, 2, 2)"),
         names_file=True,
+    ),
+    # ---- the sweep of issue 32
+    Case(
+        "frame-multiindex-columns",
+        lambda tmp: (
+            lambda: CrowdData.from_frame(
+                pd.DataFrame(
+                    [["t1", "w1", 0], ["t2", "w1", 1]],
+                    columns=pd.MultiIndex.from_tuples(
+                        [("task", "x"), ("worker", "y"), ("label", "z")]
+                    ),
+                )
+            )
+        ),
+        CrowdDataError,
+        ("MultiIndex", "flatten"),
+    ),
+    Case(
+        "frame-repeated-label-column",
+        lambda tmp: (
+            lambda: CrowdData.from_frame(
+                pd.DataFrame([["t1", "w1", 0, 1]], columns=["task", "worker", "label", "label"])
+            )
+        ),
+        CrowdDataError,
+        ("'label'", "more than once"),
+    ),
+    Case(
+        "arrays-dict-of-ids",
+        lambda tmp: lambda: CrowdData.from_arrays({"t1": 1, "t2": 2}, ["w1", "w2"], [0, 1]),
+        CrowdDataError,
+        ("task", "a dict"),
+    ),
+    Case(
+        "arrays-set-of-workers",
+        lambda tmp: lambda: CrowdData.from_arrays(["t1", "t2"], {"w1", "w2"}, [0, 1]),
+        CrowdDataError,
+        ("worker", "a set"),
+    ),
+    Case(
+        "ds-max-iter-string",
+        lambda tmp: lambda: DawidSkene(max_iter="10").fit(CrowdData.from_arrays([0], [0], [0])),
+        TypeError,
+        ("DawidSkene", "max_iter", "integer", "'10'"),
+    ),
+    Case(
+        "ds-tol-nan",
+        lambda tmp: lambda: DawidSkene(tol=float("nan")).fit(CrowdData.from_arrays([0], [0], [0])),
+        ValueError,
+        ("DawidSkene", "tol", "nan"),
+    ),
+    Case(
+        "features-without-columns",
+        lambda tmp: lambda: _learn_on(np.zeros((2, 0))),
+        CrowdDataError,
+        ("no feature columns", "(2, 0)"),
+    ),
+    Case(
+        "features-beyond-float32",
+        lambda tmp: lambda: _learn_on(np.array([[1.0], [1e300]])),
+        CrowdDataError,
+        ("float32", "1e+300", "rows [1]"),
     ),
 ]
 

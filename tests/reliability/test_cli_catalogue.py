@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import importlib.util
+import json
 import os
 import resource
 import stat
@@ -24,6 +25,7 @@ from click.testing import CliRunner
 
 from crowdlearn.cli import _output as output_module
 from crowdlearn.cli import cli
+from crowdlearn.cli._output import MARKER
 
 PREFIX = "crowdlearn: error:"
 TARGET_BYTES = b"precious: must survive a failed run\n"
@@ -49,8 +51,21 @@ def _prepare(root: Path, target: tuple[str, str] | None) -> None:
         (path / "old-result.csv").write_bytes(TARGET_BYTES)
         (path / "sub").mkdir()
         (path / "sub" / "history.csv").write_bytes(TARGET_BYTES)
+    elif kind in ("ours", "ours-plus"):  # an earlier run's output folder, with its marker
+        path.mkdir()
+        (path / "labels.csv").write_bytes(TARGET_BYTES)
+        entries = ["labels.csv"]
+        (path / MARKER).write_text(json.dumps({"written_by": "crowdlearn", "entries": entries}))
+        if kind == "ours-plus":
+            (path / "my-notes.txt").write_bytes(TARGET_BYTES)
     elif kind == "fifo":
         os.mkfifo(path)
+    elif kind == "dangling":
+        path.symlink_to("nowhere")
+    elif kind == "zero-link":
+        path.symlink_to("/dev/zero")
+    elif kind == "loop":
+        path.symlink_to(path.name)
 
 
 def snapshot(root: Path) -> dict[str, str]:
@@ -144,8 +159,52 @@ def _inject(fault: str, monkeypatch: pytest.MonkeyPatch) -> None:
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(source))
 
         monkeypatch.setattr(crowdlearn.io, "read", read)
+    elif fault == "sigterm":
+        # SIGTERM arrives while the outputs are staged: under the CLI's handlers (as
+        # `crowdlearn` installs them) it must clean up exactly like Ctrl-C does
+        import signal
+
+        from crowdlearn import _progress
+
+        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        _progress.latch_interrupts()
+        monkeypatch.setattr(_progress, "_interrupted", 0)
+
+        def restore() -> None:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+        _RESTORE.append(restore)
+
+        def write_table(frame, path, output_format):
+            path.with_suffix(f".{output_format}").write_text("partial")
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        monkeypatch.setattr(aggregate_module, "_write_table", write_table)
+    elif fault == "model-disk-full":
+        import crowdlearn.learning._base as base_module
+
+        class FullDisk:
+            def __init__(self, path, mode="r", *args, **kwargs):
+                self.path = path
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+            def write(self, data):
+                Path(self.path).write_bytes(b"partial")
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        monkeypatch.setattr(base_module, "open", FullDisk, raising=False)
     else:  # pragma: no cover - a typo in the catalogue
         raise AssertionError(fault)
+
+
+#: Clean-ups of the faults that change process state monkeypatch cannot undo.
+_RESTORE: list = []
 
 
 # ---------------------------------------------------------------- running a case
@@ -209,6 +268,8 @@ def test_bad_input_fails_cleanly(case, tmp_path, monkeypatch):
         status, stderr = result.exit_code, result.stderr
         if result.exception is not None and not isinstance(result.exception, SystemExit):
             raise AssertionError("the exception escaped the boundary") from result.exception
+    while _RESTORE:
+        _RESTORE.pop()()
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert status == case.exit, stderr
     assert "Traceback" not in stderr

@@ -1,4 +1,5 @@
-"""Ctrl-C on a long `crowdlearn aggregate`: exit 130, one line, nothing left behind."""
+"""Ctrl-C, SIGTERM or SIGHUP on a long `crowdlearn aggregate`: the signal's exit status
+(130, 143, 129), one line, nothing left behind (no hidden temporary either)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,21 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 PREFIX = "crowdlearn: error:"
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
-def test_sigint_during_a_long_aggregate_leaves_no_output(tmp_path):
+@pytest.mark.parametrize(
+    ("signum", "status", "line"),
+    [
+        (signal.SIGINT, 130, "interrupted"),
+        (signal.SIGTERM, 143, "terminated by SIGTERM"),
+        (signal.SIGHUP, 129, "terminated by SIGHUP"),
+    ],
+)
+def test_a_signal_during_a_long_aggregate_leaves_no_output(tmp_path, signum, status, line):
     from crowdlearn import simulate
     from crowdlearn.io import write
 
@@ -58,11 +69,11 @@ def test_sigint_during_a_long_aggregate_leaves_no_output(tmp_path):
             break
         seen += chunk
     assert b"DawidSkene" in seen, seen.decode(errors="replace")
-    process.send_signal(signal.SIGINT)
+    process.send_signal(signum)
     _, rest = process.communicate(timeout=120)
     stderr = (seen + rest).decode(errors="replace")
-    assert process.returncode == 130, stderr
+    assert process.returncode == status, stderr
     assert "Traceback" not in stderr
     errors = [line for line in re.split(r"[\r\n]", stderr) if line.startswith(PREFIX)]
-    assert errors == [f"{PREFIX} interrupted"], stderr
+    assert errors == [f"{PREFIX} {line}"], stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.parquet"]

@@ -11,6 +11,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+from crowdlearn._bounds import check_params
 from crowdlearn._progress import progress_bar
 from crowdlearn.data import CrowdData, CrowdDataError
 from crowdlearn.data._memory import array_bytes, check_allocation
@@ -57,6 +58,7 @@ class BaseAggregator(BaseEstimator):
                 f"{type(self).__name__} models each worker and needs worker ids; the data "
                 "are anonymous (use MajorityVote or NaiveSoft, or the CMM learner)"
             )
+        check_params(type(self).__name__, self.get_params(deep=False))
         check_allocation(self._dense_bytes(data), self._dense_what(data))
         self._fit(data, **fit_params)
         self.labels_ = break_ties(self.probas_, self.tie_break, self.random_state)

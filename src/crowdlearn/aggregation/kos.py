@@ -90,6 +90,7 @@ class KOS(BaseAggregator):
                 f"KOS handles binary labels only, but the data have {data.n_classes} "
                 f"class(es): {show(data.classes)}"
             )
+        _check_graph(data)
         start = time.perf_counter()
         answer = 1.0 - 2.0 * data.label  # A_ij: +1 for class code 0, -1 for class code 1
         to_task = np.random.default_rng(self.random_state).normal(1.0, 1.0, data.n_annotations)
@@ -116,6 +117,25 @@ class KOS(BaseAggregator):
         self.probas_[scores == 0] = 0.5
         self.n_iter_ = len(rows)
         self.history_ = pd.DataFrame(rows, columns=["iteration", "change", "seconds"])
+
+
+def _check_graph(data: CrowdData) -> None:
+    """Refuse a crowd on which no message can carry information.
+
+    Each message leaves out the annotation's own term: a task's score sums what its
+    workers' *other* tasks say of them, and a worker's message what the task's *other*
+    workers say. With a single worker, or when no worker labels two tasks, or no task
+    has two workers, every message is 0 and every label would be a tie-break.
+    """
+    task_sizes = np.bincount(data.task, minlength=data.n_tasks)
+    worker_loads = np.bincount(data.worker, minlength=data.n_workers)
+    if data.n_workers < 2 or task_sizes.max(initial=0) < 2 or worker_loads.max(initial=0) < 2:
+        raise CrowdDataError(
+            "KOS needs at least two workers, a task labelled by two or more workers and a "
+            "worker who labels two or more tasks: its messages leave out each "
+            f"annotation's own vote, so on this crowd ({data.n_tasks} task(s), "
+            f"{data.n_workers} worker(s)) every score would be 0; use majority vote (mv)"
+        )
 
 
 def _sum_of_others(groups: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:

@@ -145,7 +145,15 @@ class MMSR(BaseAggregator):
                 f"have {data.n_workers} workers, more than its limit of {MAX_WORKERS}"
             )
         k = max(data.n_classes, 2)  # one declared class: any K works, all answers agree
-        eps = 1.0 / np.sqrt(max(np.count_nonzero(data.feedback_effort), 1))
+        annotated = np.count_nonzero(data.feedback_effort)
+        if annotated < 2 and data.n_classes > 1:
+            # eps = 1 / sqrt(1) clips every reliability to one value: no skill can be told
+            raise CrowdDataError(
+                "MMSR needs at least two annotated tasks: it estimates each worker's "
+                "reliability from the agreement of workers over the tasks they share, and "
+                f"the data have {annotated}; use majority vote (mv) for a single task"
+            )
+        eps = 1.0 / np.sqrt(max(annotated, 1))
         covariance = worker_covariance(data, k)
         magnitudes = self._m_msr(covariance, eps)
         signed = _signs(covariance, magnitudes) * magnitudes

@@ -2,18 +2,19 @@
 
 Every expected failure becomes exactly one line on stderr, ``crowdlearn: error: ...``:
 
-==============================================  ==================================  ====
+==============================================  ==================================  ========
 exception                                       line                                exit
-==============================================  ==================================  ====
+==============================================  ==================================  ========
 CrowdDataError, ValueError, TypeError           the message, API advice as flags    2
 FileNotFoundError on an input                   ``no such file or directory: PATH``  2
 OSError while writing an output                 ``cannot write PATH: reason``       2
 other OSError                                   ``PATH: reason``                    2
 MemoryError                                     ``not enough memory to ...``        2
 KeyboardInterrupt (Ctrl-C), also at start-up    ``interrupted``                     130
+SIGTERM, SIGHUP (handled like Ctrl-C)           ``terminated by SIGTERM``           143, 129
 BrokenPipeError (``crowdlearn ... | head``)      no line (as click does)             1
 anything else (a bug)                           ``internal error, please report``   70
-==============================================  ==================================  ====
+==============================================  ==================================  ========
 
 ``crowdlearn --debug ...`` or ``CROWDLEARN_DEBUG=1`` re-raises instead, traceback and all.
 TypeError counts as bad input because the library raises it on purpose for arguments
@@ -24,9 +25,12 @@ This module imports only click and the standard library (``crowdlearn --help`` i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
+import warnings
+from collections.abc import Iterator
 from typing import Any, NoReturn
 
 import click
@@ -79,7 +83,32 @@ CLI_HINTS: list[tuple[str, str, tuple[str, ...] | None]] = [
         None,
     ),
     (r"use setting='global'", "pass --param setting=global", None),
+    (r"the learning rate lr \(now", "the learning rate --lr (now", None),
+    (r"pass valid=None to silence this", "pass --valid none to silence this", None),
+    (r"\(valid_share=([^)]*)\)", r"(--valid-share \1)", None),
+    (r"\(crowd_folds=([^)]*)\)", r"(--crowd-folds \1)", None),
+    (r"n_clusters=(\d+) but", r"n_clusters (L) = \1 but", None),
 ]
+
+
+#: How torch says an allocation failed (CPU: "DefaultCPUAllocator: can't allocate
+#: memory: you tried to allocate N bytes", CUDA: "CUDA out of memory. Tried to ...").
+_ALLOCATION_FAILED = re.compile(
+    r"(you tried to allocate \d+ bytes|can't allocate memory|CUDA out of memory)"
+)
+
+
+#: Columns of the estimators' ``history_`` that hold wall-clock times.
+TIMING_COLUMNS = ("seconds",)
+
+
+def without_timings(history: Any) -> Any:
+    """``history`` (a DataFrame, or None) without its wall-clock columns: the files a
+    command writes define a result, and the same command run twice must write the same
+    bytes (``history_`` in Python keeps the timings)."""
+    if history is None:
+        return None
+    return history.drop(columns=[c for c in TIMING_COLUMNS if c in history.columns])
 
 
 def cli_message(message: str, command: str | None = None) -> str:
@@ -100,6 +129,9 @@ def describe(error: BaseException, command: str | None = None) -> tuple[str, int
     from crowdlearn.cli._output import OutputError
 
     if isinstance(error, KeyboardInterrupt):
+        signum = getattr(error, "signum", None)  # crowdlearn._progress.Terminated
+        if signum is not None:
+            return f"terminated by {_signal_name(signum)}", 128 + signum
         return "interrupted", EXIT_INTERRUPTED
     if isinstance(error, MemoryError):
         detail = f": {error}" if str(error) else ""
@@ -116,10 +148,24 @@ def describe(error: BaseException, command: str | None = None) -> tuple[str, int
         return reason, EXIT_BAD_INPUT
     if isinstance(error, (ValueError, TypeError)):
         return cli_message(str(error), command), EXIT_BAD_INPUT
+    if isinstance(error, RuntimeError) and _ALLOCATION_FAILED.search(str(error)):
+        # torch's allocators raise RuntimeError (CPU) or OutOfMemoryError (CUDA)
+        where = f"run {command!r}" if command else "run this command"
+        detail = _ALLOCATION_FAILED.search(str(error)).group(0)  # type: ignore[union-attr]
+        return f"not enough memory to {where} ({detail})", EXIT_BAD_INPUT
     return (
         f"internal error, please report: {type(error).__name__}: {error}",
         EXIT_INTERNAL,
     )
+
+
+def _signal_name(signum: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 def fail(error: BaseException, command: str | None = None) -> NoReturn:
@@ -160,6 +206,50 @@ def _silence_stdout() -> None:
         pass
 
 
+#: The notes of the running command, printed when it succeeds (see warnings_as_notes).
+_pending_notes: list[str] | None = None
+
+
+def note(line: str) -> None:
+    """Show ``line`` (``crowdlearn: note: ...`` or ``crowdlearn: warning: ...``) on
+    stderr once the running command succeeds; printed at once outside a command."""
+    if _pending_notes is None:
+        click.echo(line, err=True)
+    elif line not in _pending_notes:
+        _pending_notes.append(line)
+
+
+@contextlib.contextmanager
+def warnings_as_notes(command: str | None) -> Iterator[None]:
+    """Show every Python warning raised while a command runs as one line,
+    ``crowdlearn: warning: ...``, in the CLI's words (:data:`CLI_HINTS`), without the
+    source path and line that Python's default display adds.
+
+    The notes are printed when the command ends without error, each distinct one once.
+    A command that fails prints its one error line and nothing else: a note printed
+    before it (``using columns ...``) would be a second line about a run that wrote
+    nothing.
+    """
+    global _pending_notes
+    outer, _pending_notes = _pending_notes, []
+    succeeded = False
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+
+            def show(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+                note(f"crowdlearn: warning: {_one_line(cli_message(str(message), command))}")
+
+            warnings.showwarning = show
+            yield
+        succeeded = True
+    finally:
+        lines, _pending_notes = _pending_notes, outer
+        if succeeded:
+            for line in lines:
+                note(line)
+
+
 def debugging(ctx: click.Context | None = None) -> bool:
     """Whether ``--debug`` or ``CROWDLEARN_DEBUG`` asks for tracebacks."""
     if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
@@ -194,7 +284,8 @@ class CrowdGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with warnings_as_notes(ctx.invoked_subcommand):
+                return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
             raise  # click's own, handled by main()
         except SystemExit:

@@ -9,9 +9,17 @@ The policy lives here once, and every command that writes goes through :class:`O
   common); with ``--overwrite`` the old target is replaced as a whole, so no file of
   an earlier run survives beside the new ones;
 - targets that are not regular files or folders (``/dev/null``, FIFOs, sockets,
-  devices) are always refused, and a file output onto an existing folder is refused
-  even with ``--overwrite`` (replacing a whole folder by a file is never what a user
-  meant);
+  devices, a symbolic link to a missing path) are always refused, and a file output
+  onto an existing folder is refused even with ``--overwrite`` (replacing a whole
+  folder by a file is never what a user meant);
+- a command declares what it reads (:meth:`Outputs.reads`): an input must be a regular
+  file or a folder (a FIFO would block, ``/dev/zero`` never ends), and no target may
+  be an input or a folder holding one, with or without ``--overwrite``;
+- every output folder gets a marker, ``.crowdlearn-output.json``, listing what the run
+  wrote there; ``--overwrite`` replaces an existing non-empty folder only when it holds
+  that marker and nothing the marker does not list, so it never removes a file that
+  crowdlearn did not write (a file output named with ``-o`` is replaced: the user named
+  that very file);
 - everything is written into a hidden temporary sibling of each target
   (``.NAME.XXXX.tmp``) and renamed into place only once *all* targets are complete;
   an error, a full disk or Ctrl-C before that leaves no target changed and no
@@ -23,15 +31,20 @@ The module imports only the standard library: ``crowdlearn --help`` imports it.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 
 #: The flag every writing command offers to replace an existing target.
 OVERWRITE_FLAG = "--overwrite"
+
+#: The file in every output folder that lists what crowdlearn wrote there.
+MARKER = ".crowdlearn-output.json"
 
 
 class OutputError(OSError):
@@ -46,10 +59,28 @@ class OutputError(OSError):
         self.cause = cause
 
 
-def require_input(path: str) -> None:
-    """Refuse a missing input path with ``no such file or directory: PATH``."""
-    if not os.path.lexists(path):
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+def require_input(path: str, option: str | None = None) -> None:
+    """Refuse an input that is missing (``no such file or directory: PATH``), a symbolic
+    link loop, or neither a regular file nor a folder (a FIFO would block the command,
+    a device such as ``/dev/zero`` would be read without end)."""
+    where = f"{option} {path}" if option else str(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise ValueError(
+                f"{where}: a symbolic link to a missing path ({os.readlink(path)})"
+            ) from None
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path) from None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise ValueError(f"{where}: a loop of symbolic links") from None
+        raise
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise ValueError(
+            f"{where}: {_kind_of(mode)}; crowdlearn reads only regular files and folders "
+            "(copy the data into a file first)"
+        )
 
 
 def _kind_of(mode: int) -> str:
@@ -104,9 +135,39 @@ class Outputs:
             write_labels(out.staged / "labels.csv")
     """
 
-    def __init__(self, overwrite: bool = False) -> None:
+    def __init__(self, overwrite: bool = False, reads: Iterable[str | None] = ()) -> None:
         self.overwrite = overwrite
         self.targets: list[_Target] = []
+        #: (the path as given, its real path) of every input the command reads
+        self.inputs: list[tuple[str, Path]] = []
+        self.reads(*reads)
+
+    def reads(self, *paths: str | None) -> None:
+        """Declare inputs of the command (``None`` entries are skipped).
+
+        Each must exist and be a regular file or a folder (:func:`require_input`); no
+        target, declared before or after, may be one of them or a folder holding one.
+        """
+        for path in paths:
+            if path is None:
+                continue
+            require_input(str(path))
+            self.inputs.append((str(path), Path(os.path.realpath(path))))
+            for target in self.targets:
+                self._check_not_input(target)
+
+    def _check_not_input(self, target: _Target) -> None:
+        real = Path(os.path.realpath(target.path))
+        for given, source in self.inputs:
+            if target.kind == "folder" and inside(source, real):
+                raise ValueError(
+                    f"{target.option} {target.name}: holds the input {given}, which this "
+                    "output folder would replace; give a folder that holds no input"
+                )
+            if real == source:
+                raise ValueError(
+                    f"{target.option} {target.name}: is the input {given}; give another path"
+                )
 
     # ------------------------------------------------------------------ declaring
 
@@ -132,6 +193,7 @@ class Outputs:
                     f"{option} {path}: the same path as {other.option} {other.name}; "
                     "give each output its own path"
                 )
+        self._check_not_input(target)
         self._check(target)
         self.targets.append(target)
         return target
@@ -144,6 +206,11 @@ class Outputs:
             mode = os.stat(target.path).st_mode
         except FileNotFoundError:
             mode = None
+            if os.path.islink(target.path):
+                raise ValueError(
+                    f"{where}: a symbolic link to a missing path "
+                    f"({os.readlink(target.path)}); remove the link or give another path"
+                ) from None
         except OSError as error:  # e.g. a path through a regular file (ENOTDIR)
             raise OutputError(target.name, error) from None
         if mode is not None:
@@ -168,6 +235,8 @@ class Outputs:
                     f"{where}: already exists; pass {OVERWRITE_FLAG} to replace it "
                     "(as a whole), or give another path"
                 )
+            if stat.S_ISDIR(mode) and not empty_folder:
+                _check_ours(target.path, where)
         # Fail before the run, not after it, where nothing can be created (read-only
         # file system, no permission): the nearest existing ancestor must be writable.
         ancestor = target.path.absolute().parent
@@ -238,7 +307,11 @@ class Outputs:
         """Move every staged output into place; on any failure put back what was there."""
         for target in self.targets:
             # Re-check: something may have appeared at the target during the run.
+            self._check_not_input(target)
             self._check(target)
+        for target in self.targets:
+            if target.kind == "folder":
+                self._write_marker(target)
         done: list[_Target] = []
         current = self.targets[0]
         try:
@@ -271,6 +344,22 @@ class Outputs:
                 shutil.rmtree(target.staging_dir, ignore_errors=True)
             target.staging_dir = None
 
+    def _write_marker(self, folder: _Target) -> None:
+        """List in ``folder``'s marker what this run writes there: its staged entries and
+        the other targets that lie inside it (``--pruned-output out/kept.csv``)."""
+        entries = set(_entries(folder.staged))
+        for other in self.targets:
+            if other is folder or not inside(other.path, folder.path):
+                continue
+            relative = other.path.absolute().relative_to(folder.path.absolute())
+            parts = relative.parts
+            entries.update(Path(*parts[: i + 1]).as_posix() for i in range(len(parts)))
+            if other.kind == "folder":
+                entries.update(f"{relative.as_posix()}/{e}" for e in _entries(other.staged))
+                entries.add(f"{relative.as_posix()}/{MARKER}")
+        document = {"written_by": "crowdlearn", "entries": sorted(entries)}
+        (folder.staged / MARKER).write_text(json.dumps(document, indent=1) + "\n")
+
     def _discard(self) -> None:
         """Delete staging places and the parent folders this run created."""
         for target in self.targets:
@@ -283,6 +372,36 @@ class Outputs:
                 except OSError:
                     break
             target.created_parents = []
+
+
+def _entries(folder: Path) -> list[str]:
+    """Every file and folder below ``folder``, as relative POSIX paths (not the marker)."""
+    found = []
+    for parent, dirs, files in os.walk(folder):
+        base = Path(parent).relative_to(folder)
+        found.extend((base / name).as_posix() for name in dirs + files)
+    return [entry for entry in found if entry != MARKER]
+
+
+def _check_ours(folder: Path, where: str) -> None:
+    """Refuse to replace ``folder`` unless its marker lists everything in it."""
+    try:
+        listed = set(json.loads((folder / MARKER).read_text())["entries"])
+    except (OSError, ValueError, KeyError, TypeError):
+        listed = None
+    foreign = [entry for entry in _entries(folder) if listed is None or entry not in listed]
+    if not foreign:
+        return
+    more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+    why = (
+        f"and no {MARKER}: crowdlearn did not write this folder"
+        if listed is None
+        else f"which its {MARKER} does not list: crowdlearn did not write that there"
+    )
+    raise ValueError(
+        f"{where}: holds {foreign[0]}{more}, {why}; {OVERWRITE_FLAG} replaces only a "
+        "folder of crowdlearn's own outputs: move your files out or give another path"
+    )
 
 
 def _staged_moved(target: _Target) -> bool:

@@ -17,6 +17,22 @@ from typing import Any
 
 import click
 
+from crowdlearn.cli._app import note
+
+
+def input_paths(data: str, root: str | None = None) -> list[str]:
+    """The files a command reads for DATA: the files of a registry dataset (``labelme``)
+    that are present, else DATA itself (declared with :meth:`Outputs.reads`, so that no
+    output may replace them)."""
+    from crowdlearn import datasets
+
+    if data in datasets.list():
+        base = datasets.data_root(root)
+        present = (base / rel for rel in datasets.info(data).files)
+        return [str(path) for path in present if path.exists()]
+    return [data]
+
+
 #: The roles ``--columns`` names (the keys of ``columns=`` in the Python API).
 _ROLES = ("task", "worker", "label", "truth")
 
@@ -62,11 +78,11 @@ def notes_on_stderr() -> Iterator[None]:
         def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
             if isinstance(message, ColumnsRecognizedWarning):
                 described = ", ".join(f"{r}={n}" for r, n in message.columns.items())
-                click.echo(f"crowdlearn: note: using columns {described}", err=True)
+                note(f"crowdlearn: note: using columns {described}")
                 return
             if isinstance(message, CrowdDataWarning):
                 text = " ".join(str(message).split())
-                click.echo(f"crowdlearn: warning: {text}", err=True)
+                note(f"crowdlearn: warning: {text}")
                 return
             previous(message, category, *args, **kwargs)
 

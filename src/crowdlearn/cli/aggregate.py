@@ -11,9 +11,10 @@ import click
 
 from crowdlearn._atomic import atomic_open, atomic_path
 from crowdlearn._lazy import lazy_module
-from crowdlearn.cli._app import cli
+from crowdlearn.cli._app import cli, without_timings
+from crowdlearn.cli._numbers import number
 from crowdlearn.cli._output import Outputs, require_input
-from crowdlearn.cli._reading import reading_options
+from crowdlearn.cli._reading import input_paths, reading_options
 from crowdlearn.data import CrowdDataError
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ def aggregation_outputs(model: Any, data: CrowdData) -> dict[str, Any]:
         "probas": probas.reset_index(),
         "workers": _worker_document(model, data),
         "summary": _summary(model, data),
-        "history": getattr(model, "history_", None),
+        "history": without_timings(getattr(model, "history_", None)),
     }
 
 
@@ -172,7 +173,7 @@ def aggregation_outputs(model: Any, data: CrowdData) -> dict[str, Any]:
 @click.option("--scheduler", metavar="ADDRESS", help="Dask scheduler to connect to.")
 @click.option(
     "--local-workers",
-    type=click.IntRange(min=1),
+    type=number("--local-workers"),
     default=2,
     show_default=True,
     help="Without --scheduler: worker processes of a LocalCluster.",
@@ -207,7 +208,7 @@ def aggregate(
     history and summary.json, all keyed by your ids.
     """
     from crowdlearn.aggregation import STRATEGIES, make_aggregator
-    from crowdlearn.io import detect_format, read
+    from crowdlearn.cli.identify import load_crowd
 
     if list_:
         for name, entry in sorted(STRATEGIES.items()):
@@ -216,8 +217,9 @@ def aggregate(
     if data is None or strategy is None or output is None:
         raise click.UsageError("DATA, --strategy and --output are required (or use --list)")
     model = make_aggregator(strategy, **_parse_params(params))
-    require_input(data)
-    outputs = Outputs(overwrite)
+    if engine == "dask":
+        require_input(data)
+    outputs = Outputs(overwrite, reads=[*input_paths(data), gold])
     if engine == "dask":
         if gold is not None:
             raise CrowdDataError("--gold is not supported with --engine dask")
@@ -242,8 +244,7 @@ def aggregate(
         if "gold" not in inspect.signature(model.fit).parameters:
             raise CrowdDataError(f"strategy {strategy!r} does not take gold labels")
         fit_options["gold"] = _read_gold(gold)
-    options = {} if detect_format(data) == "matrix" else {"duplicates": duplicates}
-    crowd = read(data, **options)
+    crowd = load_crowd(data, duplicates=duplicates)
     model.fit(crowd, **fit_options)
     tables = aggregation_outputs(model, crowd)
     names = ["labels", "probas"] + (["history"] if tables["history"] is not None else [])
@@ -283,6 +284,9 @@ def _aggregate_dask(
         )
     model = dist.STRATEGIES[name](**memory_model.get_params())
     out = outputs.folder(output)
+    _check_dask_input(data)
+    if scheduler is None:
+        _check_worker_memory(worker_memory)
     if "progress" in model.get_params():
         model.set_params(progress=False if quiet else "auto")
     if scheduler is not None:
@@ -308,11 +312,44 @@ def _aggregate_dask(
     click.echo(f"{strategy} (dask): {data} -> {output}: {', '.join(written)}")
 
 
+def _check_dask_input(data: str) -> None:
+    """The Dask engine reads Parquet only (a file, or a folder of Parquet files)."""
+    from crowdlearn.io import detect_format
+
+    try:
+        fmt = detect_format(data)
+    except CrowdDataError:
+        fmt = None
+    if fmt != "parquet" and not (Path(data).is_dir() and any(Path(data).glob("*.parquet"))):
+        raise CrowdDataError(
+            f"--engine dask reads Parquet (a file or a folder of .parquet files), and {data} "
+            f"is {'a ' + fmt + ' file' if fmt else 'not Parquet'}; convert it first: "
+            f"crowdlearn convert {data} -o {Path(data).stem}.parquet"
+        )
+
+
+def _check_worker_memory(value: str) -> None:
+    """``--worker-memory``: 'auto' or a positive size such as 4GB (Dask's spelling)."""
+    if value.strip().lower() == "auto":
+        return
+    from dask.utils import parse_bytes
+
+    try:
+        size = parse_bytes(value)
+    except (ValueError, TypeError):
+        size = None
+    if size is None or size <= 0:
+        raise CrowdDataError(
+            f"--worker-memory {value}: expected a positive size such as 4GB or 512MiB, or auto"
+        )
+
+
 def _write_dask_outputs(model: Any, folder: Path, output_format: str) -> list[str]:
     """Write a fitted Dask model's posteriors, history and JSON documents into ``folder``."""
     written = [model.write_parquet(folder / "posteriors").name]
     if hasattr(model, "history_"):
-        written.append(_write_table(model.history_, folder / "history", output_format).name)
+        history = without_timings(model.history_)
+        written.append(_write_table(history, folder / "history", output_format).name)
     crowd = model.crowd_
     workers = _worker_document(model, crowd)
     summary = _summary(model, crowd, engine="dask", npartitions=crowd.npartitions)

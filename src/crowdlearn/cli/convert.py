@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from crowdlearn.cli._app import cli
-from crowdlearn.cli._output import Outputs, require_input
+from crowdlearn.cli._output import Outputs
 from crowdlearn.cli._reading import reading_options
 
 FORMAT_CHOICE = click.Choice(["csv", "parquet", "peerannot", "matrix"])
@@ -49,8 +49,7 @@ def convert(
     """Convert crowd data SOURCE to OUTPUT (long CSV/Parquet, peerannot folder, matrix)."""
     from crowdlearn.io import detect_format, read
 
-    require_input(source)
-    outputs = Outputs(overwrite)
+    outputs = Outputs(overwrite, reads=[source])
     write_to = declare_data_output(outputs, output, target_format, "--to")
     options = (
         {} if (source_format or detect_format(source)) == "matrix" else {"duplicates": duplicates}

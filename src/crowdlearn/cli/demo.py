@@ -7,10 +7,17 @@ import textwrap
 import click
 
 from crowdlearn.cli._app import cli
+from crowdlearn.cli._numbers import number
 
 
 @cli.command()
-@click.option("--seed", default=0, show_default=True, help="Seed of the split, crowd and models.")
+@click.option(
+    "--seed",
+    type=number("--seed"),
+    default=0,
+    show_default=True,
+    help="Seed of the split, crowd and models.",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def demo(seed: int, quiet: bool) -> None:
     """Simulate an imbalanced, sparse crowd on scikit-learn's digits, aggregate it,

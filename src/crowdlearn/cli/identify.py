@@ -11,8 +11,9 @@ import click
 from crowdlearn._atomic import atomic_open
 from crowdlearn._lazy import lazy_module
 from crowdlearn.cli._app import cli
+from crowdlearn.cli._numbers import number
 from crowdlearn.cli._output import Outputs, inside, require_input
-from crowdlearn.cli._reading import reading_options
+from crowdlearn.cli._reading import input_paths, reading_options
 from crowdlearn.data import CrowdDataError
 
 if TYPE_CHECKING:
@@ -50,6 +51,11 @@ def _parse_prune(pairs: tuple[str, ...]) -> dict[str, float]:
         if not sep or not 0 <= fraction < 1:
             raise CrowdDataError(
                 f"--prune expects SCORE=FRACTION with 0 <= FRACTION < 1, got {pair!r}"
+            )
+        if name.strip() in prune:
+            raise CrowdDataError(
+                f"--prune {name.strip()} is given twice ({prune[name.strip()]:g} and "
+                f"{fraction:g}); give each score once"
             )
         prune[name.strip()] = fraction
     return prune
@@ -111,8 +117,13 @@ def pruned_copy(data: CrowdData, frames: dict[str, Any], prune: dict[str, float]
     type=click.Path(dir_okay=False),
     help="Where to write the pruned data (any format by extension; default OUT/pruned.csv).",
 )
-@click.option("--max-epochs", type=int, default=None, help="Epochs of the AUM/WAUM classifier.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random state.")
+@click.option(
+    "--max-epochs",
+    type=number("--max-epochs"),
+    default=None,
+    help="Epochs of the AUM/WAUM classifier.",
+)
+@click.option("--seed", type=number("--seed"), default=0, show_default=True, help="Random state.")
 @click.option("--root", type=click.Path(), help="Datasets directory (registry names).")
 @click.option(
     "--duplicates",
@@ -170,7 +181,7 @@ def identify(
     names = list(dict.fromkeys([*scores, *prune_fractions]))
     if pruned_output is not None and not prune_fractions:
         raise CrowdDataError("--pruned-output needs --prune SCORE=FRACTION")
-    outputs = Outputs(overwrite)
+    outputs = Outputs(overwrite, reads=input_paths(data, root))
     out = outputs.folder(output)
     pruned_target = None
     if prune_fractions and pruned_output is not None:

@@ -10,9 +10,10 @@ import click
 
 from crowdlearn._atomic import atomic_open
 from crowdlearn._lazy import lazy_module
-from crowdlearn.cli._app import cli
-from crowdlearn.cli._output import Outputs, require_input
-from crowdlearn.cli._reading import reading_options
+from crowdlearn.cli._app import cli, without_timings
+from crowdlearn.cli._numbers import number
+from crowdlearn.cli._output import Outputs
+from crowdlearn.cli._reading import input_paths, reading_options
 from crowdlearn.data import CrowdDataError
 
 if TYPE_CHECKING:
@@ -31,11 +32,41 @@ def _load_array(path: str) -> np.ndarray:
     file = Path(path)
     if file.suffix == ".npy":
         return np.load(file, allow_pickle=False)
+    if file.suffix == ".npz":
+        return _load_npz(file)
     delimiter = "," if file.suffix == ".csv" else None
     try:
         return np.loadtxt(file, delimiter=delimiter, ndmin=1)
     except ValueError as error:
         raise CrowdDataError(f"{path}: not a numeric array ({error})") from None
+
+
+def _load_npz(file: Path) -> np.ndarray:
+    """A scipy sparse matrix saved with ``scipy.sparse.save_npz`` (made dense: the
+    learners take dense features), or the one array of an ``np.savez`` archive."""
+    import zipfile
+
+    import scipy.sparse as sp
+
+    from crowdlearn.data._memory import array_bytes, check_allocation
+
+    try:
+        with np.load(file, allow_pickle=False) as archive:
+            names = list(archive.files)
+            if "format" in names and "shape" in names:  # scipy.sparse.save_npz
+                shape = tuple(int(n) for n in archive["shape"])
+                check_allocation(array_bytes(shape, 4), f"dense features of shape {shape}")
+                return sp.load_npz(file).toarray().astype(np.float32, copy=False)
+            if len(names) != 1:
+                raise CrowdDataError(
+                    f"{file}: an .npz archive of {len(names)} arrays ({', '.join(names)}); "
+                    "save the features as one array (.npy, or np.savez with one array)"
+                )
+            return archive[names[0]]
+    except (zipfile.BadZipFile, ValueError, OSError) as error:
+        if isinstance(error, CrowdDataError):
+            raise
+        raise CrowdDataError(f"{file}: not a readable .npz file ({error})") from None
 
 
 def _with_features(data: CrowdData, path: str) -> CrowdData:
@@ -51,10 +82,12 @@ def _with_features(data: CrowdData, path: str) -> CrowdData:
     return data.with_features(_load_array(path))
 
 
-def _source(data: str, root: str | None, features: str | None) -> tuple[CrowdData, Any, Any]:
+def _source(
+    data: str, root: str | None, features: str | None, duplicates: str = "error"
+) -> tuple[CrowdData, Any, Any]:
     """Training data, validation pair and test pair from a registry name or a file."""
     from crowdlearn import datasets
-    from crowdlearn.io import read
+    from crowdlearn.io import detect_format, read
 
     if data in datasets.list():
         dataset = datasets.load(data, root=root)
@@ -62,7 +95,8 @@ def _source(data: str, root: str | None, features: str | None) -> tuple[CrowdDat
             raise CrowdDataError(f"dataset {data!r} has no crowd annotations to learn from")
         train = dataset.train if features is None else _with_features(dataset.train, features)
         return train, dataset.valid, dataset.test
-    crowd = read(data)
+    options = {} if detect_format(data) == "matrix" else {"duplicates": duplicates}
+    crowd = read(data, **options)
     if features is not None:
         crowd = _with_features(crowd, features)
     return crowd, None, None
@@ -198,7 +232,7 @@ def learning_outputs(model: Any, data: CrowdData, test: Any) -> dict[str, Any]:
             "temperatures": getattr(model, "temperatures_", None),
             "standardized": getattr(model, "scaler_", None) is not None,
         },
-        "history": model.history_,
+        "history": without_timings(model.history_),
     }
     if hasattr(model, "confusions_") and data.n_workers:
         outputs["confusions"] = {
@@ -251,14 +285,18 @@ def _float_or_none(value: Any) -> float | None:
     "predictions.csv (and search.csv with --search).",
 )
 @click.option("--backbone", type=click.Choice(["mlp", "cnn"]), help="Classifier network.")
-@click.option("--hidden", type=int, multiple=True, help="Hidden units (repeat for layers).")
-@click.option("--epochs", type=int, help="Training epochs (EM iterations for EM methods).")
-@click.option("--batch-size", type=int, help="Tasks per mini-batch.")
-@click.option("--lr", type=float, help="Learning rate.")
-@click.option("--weight-decay", type=float, help="Weight decay.")
-@click.option("--dropout", type=float, help="Dropout rate.")
+@click.option(
+    "--hidden", type=number("--hidden"), multiple=True, help="Hidden units (repeat for layers)."
+)
+@click.option(
+    "--epochs", type=number("--epochs"), help="Training epochs (EM iterations for EM methods)."
+)
+@click.option("--batch-size", type=number("--batch-size"), help="Tasks per mini-batch.")
+@click.option("--lr", type=number("--lr"), help="Learning rate.")
+@click.option("--weight-decay", type=number("--weight-decay"), help="Weight decay.")
+@click.option("--dropout", type=number("--dropout"), help="Dropout rate.")
 @click.option("--device", help="auto, cpu, cuda, cuda:1...")
-@click.option("--seed", type=int, help="Random seed.")
+@click.option("--seed", type=number("--seed"), help="Random seed.")
 @click.option(
     "--root",
     type=click.Path(file_okay=False),
@@ -291,13 +329,13 @@ def _float_or_none(value: Any) -> float | None:
 )
 @click.option(
     "--valid-share",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    type=number("--valid-share"),
     help="With --valid crowd and --crowd-folds 1: the share of the annotated tasks held "
     "out (default 0.2).",
 )
 @click.option(
     "--crowd-folds",
-    type=click.IntRange(min=1),
+    type=number("--crowd-folds"),
     help="With --valid crowd: cross-fit K classifiers, each trained on the other folds "
     "of the annotated tasks with its epoch chosen on its own fold, and average them "
     "(default 5; 1: one held-out share, --valid-share, then a refit).",
@@ -339,6 +377,13 @@ def _float_or_none(value: Any) -> float | None:
     help="Write a checkpoint after every epoch.",
 )
 @click.option("--resume", is_flag=True, help="Continue from the checkpoint in --checkpoint-dir.")
+@click.option(
+    "--duplicates",
+    type=click.Choice(["error", "keep", "first", "last"]),
+    default="error",
+    show_default=True,
+    help="What to do with repeated (task, worker) pairs in DATA.",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output folder (as a whole).")
 @click.option("--list", "list_", is_flag=True, help="List the methods and exit.")
@@ -355,6 +400,7 @@ def learn(
     search_specs: tuple[str, ...],
     test_features: str | None,
     test_labels: str | None,
+    duplicates: str,
     quiet: bool,
     overwrite: bool,
     list_: bool,
@@ -378,13 +424,6 @@ def learn(
         return
     if data is None or method is None or output is None:
         raise click.UsageError("DATA, --method and --output are required (or use --list)")
-    bad_hidden = [h for h in training.get("hidden") or () if h < 1]
-    if bad_hidden:
-        raise CrowdDataError(f"--hidden {bad_hidden[0]}: a hidden layer needs at least 1 unit")
-    for flag in ("epochs", "batch_size"):
-        if training.get(flag) is not None and training[flag] < 1:
-            name = "--" + flag.replace("_", "-")
-            raise CrowdDataError(f"{name} must be at least 1, got {training[flag]}")
     _check_device(training.get("device"))
     names = {"epochs": "max_epochs", "seed": "random_state"}
     overrides = {names.get(k, k): v for k, v in training.items() if v not in (None, ())}
@@ -403,19 +442,26 @@ def learn(
     grid = _parse_search(search_specs)
     if grid:
         _check_grid(method, grid, fixed, mode)
-    outputs = Outputs(overwrite)
+    registry = data in _registry_names()
+    reads = [
+        *(input_paths(data, root) if registry else [data]),
+        features,
+        None if mode in VALID_MODES else mode,
+        valid_labels,
+        test_features,
+        test_labels,
+        training.get("checkpoint_dir") if training.get("resume") else None,
+    ]
+    outputs = Outputs(overwrite, reads=reads)
     out = outputs.folder(output)
     if test_labels is not None and test_features is None:
         raise CrowdDataError("--test-labels needs --test-features")
-    registry = data in _registry_names()
     if mode == "split" and not registry:
         raise CrowdDataError(
             f"--valid split needs a registry dataset with a validation split; {data} is a "
             "file (use --valid crowd, or --valid FILE --valid-labels LABELS)"
         )
-    if not registry:
-        require_input(data)
-    crowd, split, test = _source(data, root, features)
+    crowd, split, test = _source(data, root, features, duplicates)
     test = _pair(test_features, test_labels, "test") or test
     chosen: Any
     if mode == "split":
@@ -449,7 +495,7 @@ def learn(
             results["history"].to_csv(handle, index=False)
         if found is not None:
             with atomic_open(folder / "search.csv") as handle:
-                found.results.to_csv(handle, index=False)
+                without_timings(found.results).to_csv(handle, index=False)
         if "predictions" in results:
             with atomic_open(folder / "predictions.csv") as handle:
                 results["predictions"].to_csv(handle, index=False)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import click
 
 from crowdlearn.cli._app import cli
+from crowdlearn.cli._numbers import number
 from crowdlearn.cli._output import Outputs
-from crowdlearn.cli._reading import reading_options
+from crowdlearn.cli._reading import input_paths, reading_options
 
 
 def _strategy_names(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -40,19 +41,29 @@ def _strategy_names(values: tuple[str, ...]) -> tuple[str, ...]:
 )
 @click.option("--title", help="Page title (default: the DATA argument).")
 @click.option(
-    "--max-worker-rows", type=int, default=200, show_default=True, help="Cap of the worker table."
+    "--max-worker-rows",
+    type=number("--max-worker-rows"),
+    default=200,
+    show_default=True,
+    help="Cap of the worker table.",
 )
 @click.option(
-    "--max-task-rows", type=int, default=50, show_default=True, help="Rows of hardest tasks."
+    "--max-task-rows",
+    type=number("--max-task-rows"),
+    default=50,
+    show_default=True,
+    help="Rows of hardest tasks.",
 )
 @click.option(
     "--max-plot-points",
-    type=int,
+    type=number("--max-plot-points"),
     default=3000,
     show_default=True,
     help="Points per scatter plot (random subsample).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the subsampling.")
+@click.option(
+    "--seed", type=number("--seed"), default=0, show_default=True, help="Seed of the subsampling."
+)
 @click.option("--root", type=click.Path(), help="Datasets directory (registry names).")
 @click.option(
     "--duplicates",
@@ -92,16 +103,9 @@ def report(
     from crowdlearn.data import CrowdDataError
     from crowdlearn.report import DEFAULT_STRATEGIES, ReportLimits, write_report
 
-    for name, value in (
-        ("--max-worker-rows", max_worker_rows),
-        ("--max-task-rows", max_task_rows),
-        ("--max-plot-points", max_plot_points),
-    ):
-        if value < 2:
-            raise ValueError(f"{name} must be at least 2, got {value}")
     chosen = _strategy_names(strategies) or DEFAULT_STRATEGIES
     models = {name: make_aggregator(name) for name in _strategy_names(strategies)}
-    outputs = Outputs(overwrite)
+    outputs = Outputs(overwrite, reads=input_paths(data, root))
     out = outputs.file(output)
     crowd = load_crowd(data, root, duplicates)
     if use_truth and (crowd.truth is None or not np.any(crowd.truth >= 0)):

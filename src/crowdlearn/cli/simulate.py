@@ -13,6 +13,7 @@ import click
 from crowdlearn._atomic import atomic_open, atomic_path
 from crowdlearn._lazy import lazy_module
 from crowdlearn.cli._app import cli
+from crowdlearn.cli._numbers import number
 from crowdlearn.cli._output import Outputs
 from crowdlearn.data import CrowdDataError
 
@@ -131,12 +132,12 @@ def _is_json(value: Any) -> bool:
     help="peerannot: answers.json + metadata.json + ground_truth.npy; parquet/csv: "
     "annotations.parquet/.csv with a truth column.",
 )
-@click.option("--seed", default=0, show_default=True, help="Random seed.")
-@click.option("--n-worker", type=int, help="Number of workers (annotators).")
-@click.option("--n-task", type=int, help="Number of tasks.")
-@click.option("--n-classes", "-K", type=int, help="Number of classes.")
-@click.option("--feedback", type=int, help="Labels per task.")
-@click.option("--workerload", type=int, help="Upper bound on tasks per worker.")
+@click.option("--seed", type=number("--seed"), default=0, show_default=True, help="Random seed.")
+@click.option("--n-worker", type=number("--n-worker"), help="Number of workers (annotators).")
+@click.option("--n-task", type=number("--n-task"), help="Number of tasks.")
+@click.option("--n-classes", "-K", type=number("--n-classes"), help="Number of classes.")
+@click.option("--feedback", type=number("--feedback"), help="Labels per task.")
+@click.option("--workerload", type=number("--workerload"), help="Upper bound on tasks per worker.")
 @click.option(
     "--imbalance-votes",
     is_flag=True,
@@ -145,18 +146,26 @@ def _is_json(value: Any) -> bool:
 )
 @click.option(
     "--ratio",
-    type=float,
+    type=number("--ratio"),
     help="Share of spammers (hammer-spammer), students (student-teacher) or good "
     "workers (discrete-difficulty).",
 )
 @click.option(
-    "--ratio-diff", type=float, help="Ratio of easy to hard tasks (discrete-difficulty)."
+    "--ratio-diff",
+    type=number("--ratio-diff"),
+    help="Ratio of easy to hard tasks (discrete-difficulty).",
 )
 @click.option(
-    "--random", type=float, help="Probability of an unanswerable task (discrete-difficulty)."
+    "--random",
+    type=number("--random"),
+    help="Probability of an unanswerable task (discrete-difficulty).",
 )
-@click.option("--n-per-class", type=int, help="Points per class (cmm-gaussians).")
-@click.option("--mean-labels", type=float, help="Mean labels per point (cmm-gaussians).")
+@click.option(
+    "--n-per-class", type=number("--n-per-class"), help="Points per class (cmm-gaussians)."
+)
+@click.option(
+    "--mean-labels", type=number("--mean-labels"), help="Mean labels per point (cmm-gaussians)."
+)
 @click.option(
     "--dataset",
     default="digits",
@@ -168,11 +177,17 @@ def _is_json(value: Any) -> bool:
     "--groups",
     help="Worker groups and shares (crowd-on-features), e.g. expert=0.2,inexpert=0.5,spammer=0.3.",
 )
-@click.option("--labels-per-task", type=float, help="Labels per task (crowd-on-features).")
-@click.option("--poisson", is_flag=True, help="Labels per task are 1 + Poisson(mean - 1).")
-@click.option("--load-skew", type=float, help="Power-law exponent of worker load.")
 @click.option(
-    "--imbalance-ratio", type=float, help="Subsample classes to this largest/smallest size ratio."
+    "--labels-per-task",
+    type=number("--labels-per-task"),
+    help="Labels per task (crowd-on-features).",
+)
+@click.option("--poisson", is_flag=True, help="Labels per task are 1 + Poisson(mean - 1).")
+@click.option("--load-skew", type=number("--load-skew"), help="Power-law exponent of worker load.")
+@click.option(
+    "--imbalance-ratio",
+    type=number("--imbalance-ratio"),
+    help="Subsample classes to this largest/smallest size ratio.",
 )
 @click.option("--overwrite", is_flag=True, help="Replace an existing output folder (as a whole).")
 def simulate(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,18 @@ def as_id_array(values: Any, what: str = "ids") -> np.ndarray:
     CrowdDataError
         For a scalar, a string, a nested (2-D) sequence, or integers beyond int64.
     """
+    if isinstance(values, (Mapping, Set)):
+        kind = "a dict" if isinstance(values, Mapping) else "a set"
+        raise CrowdDataError(
+            f"{what}: expected a sequence of ids (one per annotation), got {kind}, whose "
+            "order and pairing with the other arrays are not defined; pass a list or an "
+            f"array (list(d.values()) for a dict of ids)"
+        )
+    if isinstance(values, pd.DataFrame):
+        raise CrowdDataError(
+            f"{what}: expected one column of ids, got a DataFrame with columns "
+            f"{list(values.columns)[:5]} (a repeated or MultiIndex column name?)"
+        )
     if isinstance(values, (pd.Series, pd.Index)):
         numeric = values.dtype.kind in "iufb" and not (values.dtype.kind != "f" and values.hasnans)
         values = values.to_numpy() if numeric else values.to_numpy(dtype=object)

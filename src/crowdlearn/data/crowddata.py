@@ -325,6 +325,12 @@ class CrowdData:
 
         if not isinstance(frame, pd.DataFrame):
             raise CrowdDataError(f"expected a pandas DataFrame, got {type(frame).__name__}")
+        if isinstance(frame.columns, pd.MultiIndex):
+            raise CrowdDataError(
+                f"the frame has {frame.columns.nlevels}-level (MultiIndex) column names, e.g. "
+                f"{frame.columns[0]!r}; flatten them first (frame.columns = ['_'.join(map(str, "
+                "c)) for c in frame.columns]) or select one level"
+            )
         default_truth = isinstance(truth, str) and truth == "truth"
         if truth_column is not None:
             if truth is not None and not default_truth:
@@ -354,6 +360,12 @@ class CrowdData:
         wanted = [c for c in (task, worker, label) if c is not None]
         if isinstance(truth, str):
             wanted.append(truth)
+        repeated = [c for c in wanted if int((frame.columns == c).sum()) > 1]
+        if repeated:
+            raise CrowdDataError(
+                f"column name(s) {show(repeated)} appear more than once; give every column "
+                "its own name"
+            )
         missing = [c for c in wanted if c not in frame.columns]
         if missing:
             raise CrowdDataError(

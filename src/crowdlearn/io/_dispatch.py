@@ -41,6 +41,16 @@ _BY_SUFFIX = {
 }
 
 
+#: Compression endings, with the command that decompresses a file while keeping it.
+_COMPRESSED = {
+    ".gz": "gunzip -k",
+    ".bz2": "bunzip2 -k",
+    ".xz": "unxz -k",
+    ".zst": "unzstd",
+    ".zip": "unzip",
+}
+
+
 def detect_format(path: str | os.PathLike[str]) -> str:
     """The format of a file or directory, told by its name ending or contents.
 
@@ -74,6 +84,12 @@ def detect_format(path: str | os.PathLike[str]) -> str:
             f"nor *.parquet files; pass format= (one of {', '.join(FORMATS)})"
         )
     fmt = _BY_SUFFIX.get(path.suffix.lower())
+    if fmt is None and path.suffix.lower() in _COMPRESSED:
+        tool = _COMPRESSED[path.suffix.lower()]
+        raise CrowdDataError(
+            f"{path}: a compressed file ({path.suffix}); crowdlearn reads uncompressed "
+            f"files: decompress it first ({tool} {path})"
+        )
     if fmt is None:
         raise CrowdDataError(
             f"{path}: cannot tell the format from the ending {path.suffix!r}; pass format= "

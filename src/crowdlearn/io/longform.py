@@ -216,24 +216,45 @@ def _csv_header(path: Path, sep: str) -> list[str]:
     return header
 
 
+#: Arrow parses a CSV file in blocks of this many bytes (its default)...
+CSV_BLOCK = 1 << 20
+#: ...and, when one row is longer than a block (a 10 MB text cell), again with blocks
+#: 16 times larger, up to the largest block Arrow accepts.
+CSV_BLOCK_LIMIT = (1 << 31) - 1
+
+
 def _read_csv_table(path: Path, sep: str, columns: list[str]) -> pa.Table:
     """The wanted columns as text; empty cells (quoted or not) are null."""
-    try:
-        return pa_csv.read_csv(
-            path,
-            parse_options=pa_csv.ParseOptions(delimiter=sep, newlines_in_values=True),
-            convert_options=pa_csv.ConvertOptions(
-                include_columns=columns,
-                column_types=dict.fromkeys(columns, pa.string()),
-                null_values=[""],
-                strings_can_be_null=True,
-                quoted_strings_can_be_null=True,
-            ),
-        )
-    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
-        line = _ragged_line(path, sep)
-        where = "" if line is None else f" (line {line})"
-        raise CrowdDataError(f"cannot parse the file as CSV{where}: {exc}") from None
+    block = CSV_BLOCK
+    while True:
+        try:
+            return _arrow_csv(path, sep, columns, block)
+        except pa.ArrowInvalid as exc:
+            if "straddling" not in str(exc) or block >= CSV_BLOCK_LIMIT:
+                error: Exception = exc
+                break
+            block = min(block * 16, CSV_BLOCK_LIMIT)
+        except UnicodeDecodeError as exc:
+            error = exc
+            break
+    line = _ragged_line(path, sep)
+    where = "" if line is None else f" (line {line})"
+    raise CrowdDataError(f"cannot parse the file as CSV{where}: {error}") from None
+
+
+def _arrow_csv(path: Path, sep: str, columns: list[str], block: int) -> pa.Table:
+    return pa_csv.read_csv(
+        path,
+        read_options=pa_csv.ReadOptions(block_size=block),
+        parse_options=pa_csv.ParseOptions(delimiter=sep, newlines_in_values=True),
+        convert_options=pa_csv.ConvertOptions(
+            include_columns=columns,
+            column_types=dict.fromkeys(columns, pa.string()),
+            null_values=[""],
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=True,
+        ),
+    )
 
 
 def _ragged_line(path: Path, sep: str) -> int | None:

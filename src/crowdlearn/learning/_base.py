@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import inspect
+import io
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +33,9 @@ from sklearn.exceptions import NotFittedError
 from torch import nn
 
 from crowdlearn._atomic import atomic_path
+from crowdlearn._bounds import check_params
 from crowdlearn.data import CrowdData, CrowdDataError, TaskInputs
+from crowdlearn.data.errors import show
 from crowdlearn.data.inputs import as_inputs
 from crowdlearn.learning._validation import (
     CrowdValidation,
@@ -56,7 +59,7 @@ _INSIDE_FIT: contextvars.ContextVar[bool] = contextvars.ContextVar(
 #: Crowd Layer paper's recipe on LabelMe (MLP with 128 hidden units and dropout 0.5,
 #: Adam, learning rate 1e-3, batch size 64), for at most 100 epochs with the epoch chosen
 #: by crowd validation (early stop after 20 epochs without improvement), chosen against
-#: the first design's 25 epochs without selection by ``crowdlearn bench
+#: the first design's 25 epochs without selection by ``python -m benchmarks
 #: learning-defaults`` (BENCHMARKS.md).
 TRAINING_PARAMS: dict[str, Any] = {
     "backbone": "mlp",
@@ -145,7 +148,7 @@ class BaseLearner(BaseEstimator):
         for selection and for training, and the average smooths the seed and
         selection noise of one fit; ``valid_share`` and ``refit`` do not apply. 1
         holds out one share (``valid_share``) to choose the epoch, then refits (the
-        default before 5 folds; ``crowdlearn bench labelme|music --protocol
+        default before 5 folds; ``python -m benchmarks labelme|music --protocol
         no-truth-share`` runs it). Five folds cost five fits on 80% of the tasks:
         1.6x (Music) to 2.9x (LabelMe) the wall time of one share and a refit.
     crowd_criterion : {"agreement", "likelihood"}, default "agreement"
@@ -158,7 +161,7 @@ class BaseLearner(BaseEstimator):
         epochs on the held-out share, train again on every task for that many epochs
         (learners with rounds or stages, Self-Crowd, DL-CL+Self, CrowdInG and ICED,
         keep the model trained on the training share). It costs about twice the
-        time; ``crowdlearn bench learning-defaults`` compares it with keeping the
+        time; ``python -m benchmarks learning-defaults`` compares it with keeping the
         training share's model.
         Fitted attributes about the training tasks (``targets_``...) refer to the data
         given to the last training: every task after a refit, the training share
@@ -176,7 +179,7 @@ class BaseLearner(BaseEstimator):
         Dawid-Skene labels 71-73% of the tasks right it holds classifiers 88-96% right
         at about Dawid-Skene's confidence (test ECE 0.20-0.30, against 0.03 with
         ``"joint"``); on LabelMe it is the better of the two (0.034 against 0.051).
-        ``crowdlearn bench crowd-calibration`` measures all three. With ``valid=(X, y)``
+        ``python -m benchmarks crowd-calibration`` measures all three. With ``valid=(X, y)``
         the temperature minimises the log-loss. ``temperature_`` holds the one used
         (1.0 without validation or with ``calibrate=False``); ``set_temperature``
         switches to another.
@@ -282,6 +285,7 @@ class BaseLearner(BaseEstimator):
         """
         if not isinstance(data, CrowdData):
             raise TypeError(f"fit expects a CrowdData, got {type(data).__name__}")
+        check_params(type(self).__name__, self.get_params(deep=False))
         if self.needs_workers and data.is_anonymous:
             raise CrowdDataError(
                 f"{type(self).__name__} models each worker and needs worker ids; the data "
@@ -335,7 +339,7 @@ class BaseLearner(BaseEstimator):
                 data, self.valid_share, self.random_state, table=self._held_out_table
             )
             if split is None:
-                warn_too_small(data, self.valid_share)
+                warn_too_small(data, f"valid_share={self.valid_share:g}")
                 self._fit(data, None)
                 self.validation_ = "none (too few tasks)"
                 self.selection_score_, self.selected_epoch_ = None, self.best_epoch_
@@ -380,7 +384,7 @@ class BaseLearner(BaseEstimator):
         """``crowd_folds >= 2``: one classifier per fold, averaged (see the class doc)."""
         splits = crowd_folds(data, n_folds, self.random_state, table=self._held_out_table)
         if splits is None:
-            warn_too_small(data, 1 / n_folds)
+            warn_too_small(data, f"crowd_folds={n_folds}")
             self._fit(data, None)
             self.validation_ = "none (too few tasks)"
             self.selection_score_, self.selected_epoch_ = None, self.best_epoch_
@@ -518,9 +522,7 @@ class BaseLearner(BaseEstimator):
     def save(self, path: str | os.PathLike[str]) -> None:
         """Save the fitted learner (parameters, weights, learned state) to one file."""
         self._check_fitted()
-        payload = self._payload()
-        with atomic_path(path) as tmp:
-            torch.save(payload, tmp)
+        write_torch(self._payload(), path)
 
     def _payload(self) -> dict[str, Any]:
         """What :meth:`save` writes: plain objects and CPU tensors."""
@@ -683,6 +685,33 @@ def _check_folds(folds: Any) -> int:
     return int(folds)
 
 
+#: Columns of histories that hold wall-clock times: left out of saved files.
+TIMING_COLUMNS = ("seconds",)
+
+
+def without_timings(value: Any) -> Any:
+    """``value`` with the wall-clock columns dropped from every DataFrame in it
+    (recursing into dicts, lists and tuples), so that the same fit saved twice gives
+    the same bytes; the learner in memory keeps its timings."""
+    if isinstance(value, pd.DataFrame):
+        return value.drop(columns=[c for c in TIMING_COLUMNS if c in value.columns])
+    if isinstance(value, dict):
+        return {key: without_timings(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(without_timings(item) for item in value)
+    return value
+
+
+def write_torch(payload: Any, path: str | os.PathLike[str]) -> None:
+    """``torch.save`` into ``path`` atomically, without wall-clock columns
+    (:func:`without_timings`), through Python's own file writing, so that a full disk
+    is an OSError naming the file (ENOSPC), not torch's internal ``enforce fail``."""
+    buffer = io.BytesIO()
+    torch.save(without_timings(payload), buffer)
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        handle.write(buffer.getbuffer())
+
+
 def training_inputs(data: CrowdData) -> TaskInputs:
     """The instances of the tasks: ``data.inputs``, else ``data.features``."""
     if data.inputs is not None:
@@ -692,7 +721,27 @@ def training_inputs(data: CrowdData) -> TaskInputs:
             "learning needs the tasks' instances: give the data features "
             "(CrowdData.with_features) or inputs (CrowdData.with_inputs)"
         )
-    return as_inputs(data.features)
+    return as_inputs(check_learnable(data.features))
+
+
+def check_learnable(features: np.ndarray) -> np.ndarray:
+    """Refuse features a network cannot learn from: no columns at all, or finite values
+    beyond float32's range (the networks compute in float32, where they become inf)."""
+    if 0 in features.shape[1:]:
+        raise CrowdDataError(
+            f"features have shape {features.shape}: no feature columns; give at least one "
+            "feature per task"
+        )
+    if features.dtype.itemsize > 4 and features.size:
+        rows = features.reshape(len(features), -1)
+        too_large = (np.abs(rows) > np.finfo(np.float32).max).any(axis=1)
+        if too_large.any():
+            raise CrowdDataError(
+                f"features hold values beyond float32's range (|x| > 3.4e38; largest "
+                f"{float(np.abs(rows).max()):.3g}) at rows {show(np.flatnonzero(too_large))}; "
+                "rescale them"
+            )
+    return features
 
 
 def _valid_pair(valid: Any, n_classes: int) -> tuple[TaskInputs, np.ndarray] | None:
@@ -784,7 +833,7 @@ def needs_scaling(scale: np.ndarray) -> bool:
 #: Accepted values of ``calibrate``.
 CALIBRATIONS = (True, False, "agreement", "likelihood", "joint")
 #: What ``calibrate=True`` means with ``valid="crowd"``: the joint fit of the temperature
-#: and the confusions (``crowdlearn bench crowd-calibration``: mean test ECE over LabelMe,
+#: and the confusions (``python -m benchmarks crowd-calibration``: mean test ECE over LabelMe,
 #: Music and two simulated crowds 0.046, against 0.152 for the Dawid-Skene agreement).
 DEFAULT_CALIBRATION = "joint"
 

@@ -11,6 +11,7 @@ resumed run ends with the same weights as an uninterrupted one).
 from __future__ import annotations
 
 import copy
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,10 +21,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from crowdlearn._atomic import atomic_path
 from crowdlearn._progress import format_postfix, progress_bar, progress_scope
 from crowdlearn.data import CrowdData, CrowdDataError, TaskInputs
-from crowdlearn.learning._base import BaseLearner, history_frame
+from crowdlearn.learning._base import BaseLearner, history_frame, write_torch
 from crowdlearn.learning._batches import TaskBatcher
 
 CHECKPOINT_NAME = "checkpoint.pt"
@@ -37,6 +37,18 @@ POSTFIX = (
     "valid_crowd_ll",
     "log_likelihood",
 )
+
+
+class TrainingDiverged(CrowdDataError):
+    """Training produced a non-finite loss or weights: the fit is refused, not saved."""
+
+    def __init__(self, learner: BaseLearner, epoch: int, what: str) -> None:
+        super().__init__(
+            f"{type(learner).__name__}: training diverged in epoch {epoch} ({what}); lower "
+            f"the learning rate lr (now {learner.lr:g}) or the weight decay, or "
+            "standardise the features"
+        )
+        self.epoch = epoch
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -212,11 +224,16 @@ class Trainer:
         for batch in context.batcher.epoch(rng):
             logits = module["classifier"](batch.x)
             loss = learner._loss(batch, logits, noise)
+            value = float(loss.detach())
+            if not math.isfinite(value):
+                raise TrainingDiverged(learner, context.epoch + 1, f"the loss is {value}")
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
-            total += float(loss.detach())
+            total += value
             batches += 1
+        if not all(bool(torch.isfinite(p).all()) for p in module.parameters()):
+            raise TrainingDiverged(learner, context.epoch + 1, "the weights are not finite")
         row: dict[str, Any] = {
             "epoch": context.epoch + 1,
             "train_loss": total / max(batches, 1),
@@ -335,8 +352,7 @@ def _save(
         "progress": progress,
         "method_state": learner._method_state(),
     }
-    with atomic_path(path) as tmp:
-        torch.save(payload, tmp)
+    write_torch(payload, path)
 
 
 def _restore(

@@ -24,7 +24,7 @@ after every epoch:
     without one). ``crowd_criterion="likelihood"`` selects on it. It is not the default
     because it also rewards the noise model's own fit: on LabelMe the Crowd Layer's
     held-out likelihood kept rising for 60 epochs while its test accuracy peaked near
-    epoch 10 and the agreement near epoch 15 (``crowdlearn bench crowd-selection``
+    epoch 10 and the agreement near epoch 15 (``python -m benchmarks crowd-selection``
     measures this on every learner).
 
 The same Dawid-Skene likelihood fits the temperature of the classifier (temperature
@@ -503,12 +503,14 @@ def as_validator(valid: Any, n_classes: int) -> TruthValidation | CrowdValidatio
     return TruthValidation(inputs, labels)
 
 
-def warn_too_small(data: CrowdData, share: float) -> None:
+def warn_too_small(data: CrowdData, how: str) -> None:
+    """Warn that ``data`` has too few annotated tasks to hold some out; ``how`` says how
+    they would have been held out (``"valid_share=0.2"`` or ``"crowd_folds=5"``)."""
     annotated = int(np.count_nonzero(data.feedback_effort > 0))
     warnings.warn(
         f"crowd validation needs at least {MIN_HELD_TASKS} held-out and {MIN_HELD_TASKS} "
-        f"training tasks; {annotated} annotated tasks with valid_share={share} are too "
-        "few, so the last epoch is kept (pass valid=None to silence this)",
+        f"training tasks; {annotated} annotated tasks are too few to hold some out "
+        f"({how}), so the last epoch is kept (pass valid=None to silence this)",
         CrowdValidationWarning,
         stacklevel=4,
     )

@@ -9,12 +9,15 @@ to ``(batch, K)`` logits can be passed instead.
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 from torch import nn
+
+from crowdlearn.data._memory import check_allocation
 
 
 class MLP(nn.Module):
@@ -125,6 +128,10 @@ def build_backbone(
     if callable(spec) and not isinstance(spec, str):
         return spec(item_shape, n_classes)
     if spec == "mlp":
+        widths = [math.prod(item_shape), *hidden, n_classes]
+        weights = sum(a * b + b for a, b in itertools.pairwise(widths))
+        # float32 weights, their gradients and two optimiser moments (Adam)
+        check_allocation(4 * 4 * weights, f"an MLP with layers {' x '.join(map(str, widths))}")
         return MLP(math.prod(item_shape), n_classes, hidden, dropout, batch_norm)
     if spec == "cnn":
         if len(item_shape) != 3:

@@ -254,7 +254,9 @@ def _groups(data: CrowdData, notes: _Notes) -> tuple[np.ndarray | None, Any]:
     from crowdlearn.aggregation import DSWC
 
     try:
-        model = DSWC(n_clusters=3, max_restarts=1, random_state=0).fit(data)
+        # at most one group per worker (DSWC would warn and do the same)
+        groups = min(3, data.n_workers)
+        model = DSWC(n_clusters=groups, max_restarts=1, random_state=0).fit(data)
     except ValueError as error:
         notes.add(f"worker groups skipped: {error}")
         return None, None
