@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import inspect
-import io
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,11 +31,18 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from torch import nn
 
-from crowdlearn._atomic import atomic_path
 from crowdlearn._bounds import check_params
 from crowdlearn.data import CrowdData, CrowdDataError, TaskInputs
-from crowdlearn.data.errors import show
 from crowdlearn.data.inputs import as_inputs
+from crowdlearn.learning._shared import (  # noqa: F401  (re-exported)
+    TIMING_COLUMNS,
+    check_learnable,
+    history_frame,
+    training_inputs,
+    without_timings,
+    write_torch,
+)
+from crowdlearn.learning._trainer import Trainer
 from crowdlearn.learning._validation import (
     CrowdValidation,
     TruthValidation,
@@ -307,8 +313,6 @@ class BaseLearner(BaseEstimator):
     def _fit(self, data: CrowdData, valid: Any) -> None:
         """Train on ``data`` with a validator (or None); methods with their own loop
         (rounds, stages, restarts) override this."""
-        from crowdlearn.learning._trainer import Trainer
-
         Trainer(self).fit(data, training_inputs(data), valid)
 
     def _fit_outer(self, data: CrowdData, valid: Any) -> None:
@@ -685,65 +689,6 @@ def _check_folds(folds: Any) -> int:
     return int(folds)
 
 
-#: Columns of histories that hold wall-clock times: left out of saved files.
-TIMING_COLUMNS = ("seconds",)
-
-
-def without_timings(value: Any) -> Any:
-    """``value`` with the wall-clock columns dropped from every DataFrame in it
-    (recursing into dicts, lists and tuples), so that the same fit saved twice gives
-    the same bytes; the learner in memory keeps its timings."""
-    if isinstance(value, pd.DataFrame):
-        return value.drop(columns=[c for c in TIMING_COLUMNS if c in value.columns])
-    if isinstance(value, dict):
-        return {key: without_timings(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
-        return type(value)(without_timings(item) for item in value)
-    return value
-
-
-def write_torch(payload: Any, path: str | os.PathLike[str]) -> None:
-    """``torch.save`` into ``path`` atomically, without wall-clock columns
-    (:func:`without_timings`), through Python's own file writing, so that a full disk
-    is an OSError naming the file (ENOSPC), not torch's internal ``enforce fail``."""
-    buffer = io.BytesIO()
-    torch.save(without_timings(payload), buffer)
-    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-        handle.write(buffer.getbuffer())
-
-
-def training_inputs(data: CrowdData) -> TaskInputs:
-    """The instances of the tasks: ``data.inputs``, else ``data.features``."""
-    if data.inputs is not None:
-        return data.inputs
-    if data.features is None:
-        raise CrowdDataError(
-            "learning needs the tasks' instances: give the data features "
-            "(CrowdData.with_features) or inputs (CrowdData.with_inputs)"
-        )
-    return as_inputs(check_learnable(data.features))
-
-
-def check_learnable(features: np.ndarray) -> np.ndarray:
-    """Refuse features a network cannot learn from: no columns at all, or finite values
-    beyond float32's range (the networks compute in float32, where they become inf)."""
-    if 0 in features.shape[1:]:
-        raise CrowdDataError(
-            f"features have shape {features.shape}: no feature columns; give at least one "
-            "feature per task"
-        )
-    if features.dtype.itemsize > 4 and features.size:
-        rows = features.reshape(len(features), -1)
-        too_large = (np.abs(rows) > np.finfo(np.float32).max).any(axis=1)
-        if too_large.any():
-            raise CrowdDataError(
-                f"features hold values beyond float32's range (|x| > 3.4e38; largest "
-                f"{float(np.abs(rows).max()):.3g}) at rows {show(np.flatnonzero(too_large))}; "
-                "rescale them"
-            )
-    return features
-
-
 def _valid_pair(valid: Any, n_classes: int) -> tuple[TaskInputs, np.ndarray] | None:
     """``(inputs, labels)`` of an ``(X, y)`` pair or a truth validator (checked)."""
     validator = as_validator(valid, n_classes)
@@ -880,8 +825,3 @@ def _same_value(value: Any, default: Any) -> bool:
         return bool(value == default) and type(value) is type(default)
     except (TypeError, ValueError):
         return value is default
-
-
-def history_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """The per-epoch history as a DataFrame."""
-    return pd.DataFrame(rows)

@@ -15,7 +15,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -23,8 +23,16 @@ from torch import nn
 
 from crowdlearn._progress import format_postfix, progress_bar, progress_scope
 from crowdlearn.data import CrowdData, CrowdDataError, TaskInputs
-from crowdlearn.learning._base import BaseLearner, history_frame, write_torch
 from crowdlearn.learning._batches import TaskBatcher
+from crowdlearn.learning._shared import (
+    history_frame,
+    predict_in_batches,
+    resolve_device,
+    write_torch,
+)
+
+if TYPE_CHECKING:
+    from crowdlearn.learning._base import BaseLearner
 
 CHECKPOINT_NAME = "checkpoint.pt"
 #: History columns shown after the epoch bar (the ones a method has).
@@ -49,13 +57,6 @@ class TrainingDiverged(CrowdDataError):
             "standardise the features"
         )
         self.epoch = epoch
-
-
-def resolve_device(device: str | torch.device) -> torch.device:
-    """``"auto"``: CUDA when available, else the CPU."""
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
 
 
 @dataclass
@@ -98,24 +99,6 @@ class _Progress:
     #: Training ended before ``max_epochs`` (a method's stop or early stopping); a
     #: resumed run does not train further.
     finished: bool = False
-
-
-def predict_in_batches(
-    module: nn.Module, inputs: TaskInputs, rows: np.ndarray, batch: int, device: torch.device
-) -> np.ndarray:
-    """Softmax outputs of ``module`` for some rows of ``inputs`` (evaluation mode)."""
-    was_training = module.training
-    module.eval()
-    chunks = []
-    with torch.no_grad():
-        for start in range(0, len(rows), batch):
-            part = rows[start : start + batch]
-            logits = module(torch.as_tensor(inputs.take(part), device=device))
-            chunks.append(torch.softmax(logits, dim=1).double().cpu().numpy())
-    module.train(was_training)
-    if not chunks:
-        return np.zeros((0, 0))
-    return np.concatenate(chunks)
 
 
 class Trainer:

@@ -44,6 +44,7 @@ from torch import nn
 
 from crowdlearn.data import CrowdData, CrowdDataError, TaskInputs
 from crowdlearn.data.inputs import as_inputs
+from crowdlearn.learning._shared import predict_in_batches, training_inputs
 
 #: Default share of the annotated training tasks held out by ``valid="crowd"``.
 VALID_SHARE = 0.2
@@ -108,7 +109,6 @@ class TruthValidation:
     columns: tuple[str, ...] = ("valid_accuracy", "valid_loss")
 
     def evaluate(self, learner: Any, module: nn.ModuleDict, device: torch.device) -> dict:
-        from crowdlearn.learning._trainer import predict_in_batches
 
         rows = np.arange(len(self.labels))
         probas = predict_in_batches(
@@ -151,8 +151,6 @@ class CrowdValidation:
     @property
     def inputs(self) -> TaskInputs:
         if self._inputs is None:
-            from crowdlearn.learning._base import training_inputs
-
             self._inputs = training_inputs(self.held)
         return self._inputs
 
