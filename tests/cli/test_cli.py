@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from crowdlearn import CrowdData, __version__
 from crowdlearn import simulate as simulators
 from crowdlearn.cli import cli
-from crowdlearn.io import read_csv, read_parquet, write_csv
+from crowdlearn.io import read_answers_json, read_csv, read_parquet, write_csv
 
 
 def invoke(*args: str) -> object:
@@ -72,7 +72,7 @@ def test_simulate_writes_a_peerannot_folder_that_reads_back_identically(tmp_path
     expected, info = simulators.independent_confusion(
         n_worker=30, n_task=200, n_classes=5, feedback=10, seed=0, return_info=True
     )
-    read_back = CrowdData.from_answers_json(tmp_path / "answers.json")
+    read_back = read_answers_json(tmp_path / "answers.json")
     assert read_back == expected
     assert read_back.n_annotations == 2000
     np.testing.assert_array_equal(np.load(tmp_path / "matrices.npy"), info.confusions)

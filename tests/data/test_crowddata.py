@@ -167,18 +167,6 @@ def test_from_counts_is_anonymous_and_reproduces_counts():
         _ = data.by_worker
 
 
-def test_from_answers_json_accepts_features_and_truth(tmp_path):
-    (tmp_path / "answers.json").write_text('{"0": {"0": 1, "1": 1}, "1": {"1": 0}}')
-    data = CrowdData.from_answers_json(
-        tmp_path / "answers.json", features=np.eye(2), truth={0: 1, 1: 0}
-    )
-    assert data.n_annotations == 3
-    np.testing.assert_array_equal(data.features, np.eye(2))
-    np.testing.assert_array_equal(data.truth, [1, 0])
-    plain = CrowdData.from_answers_json(tmp_path)
-    assert plain.features is None and plain.truth is None
-
-
 def test_anonymous_copy_drops_workers_and_keeps_votes():
     data = CrowdData.from_arrays([0, 0, 1], [0, 1, 0], [1, 1, 0])
     anonymous = data.anonymous()

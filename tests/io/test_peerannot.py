@@ -47,7 +47,27 @@ def test_read_folder_written_the_way_peerannot_writes_it(peerannot_folder):
         (1, 1, 0),
         (2, 0, 2),
     ]
-    assert CrowdData.from_answers_json(peerannot_folder / "answers.json") == data
+    assert read_answers_json(peerannot_folder / "answers.json") == data
+
+
+def test_answers_json_takes_other_features_and_truth_afterwards(tmp_path):
+    (tmp_path / "answers.json").write_text('{"0": {"0": 1, "1": 1}, "1": {"1": 0}}')
+    np.save(tmp_path / "features.npy", np.zeros((2, 3)))
+    data = (
+        read_answers_json(tmp_path / "answers.json", truth=False)
+        .with_features(np.eye(2))
+        .with_truth({0: 1, 1: 0})
+    )
+    assert data.n_annotations == 3
+    np.testing.assert_array_equal(data.features, np.eye(2))
+    np.testing.assert_array_equal(data.truth, [1, 0])
+    plain = read_answers_json(tmp_path)
+    assert plain.features.shape == (2, 3) and plain.truth is None
+
+
+def test_crowddata_has_no_answers_json_constructor():
+    # The reader lives in crowdlearn.io only: crowdlearn.data imports no reader.
+    assert not hasattr(CrowdData, "from_answers_json")
 
 
 def test_read_without_metadata_or_truth(peerannot_folder):

@@ -2,6 +2,11 @@
 
 The names are imported on first use: ``from crowdlearn.data import CrowdDataError``
 loads neither numpy nor pandas (the command-line interface relies on it).
+
+``crowddata.py`` holds the class and its core; its constructors, derived views and
+transformations are base classes of it in ``_constructors.py``, ``_views.py`` and
+``_transform.py``. Nothing here imports :mod:`crowdlearn.io`: readers build CrowdData,
+not the other way round.
 """
 
 from __future__ import annotations
@@ -13,12 +18,8 @@ from crowdlearn._lazy import attach
 if TYPE_CHECKING:
     from crowdlearn.data._headers import RECOGNISED as RECOGNISED_COLUMNS
     from crowdlearn.data._headers import ColumnsRecognizedWarning
-    from crowdlearn.data.crowddata import (
-        DUPLICATE_POLICIES,
-        CrowdData,
-        DuplicatePolicy,
-        GroupIndex,
-    )
+    from crowdlearn.data._views import GroupIndex
+    from crowdlearn.data.crowddata import DUPLICATE_POLICIES, CrowdData, DuplicatePolicy
     from crowdlearn.data.errors import CrowdDataError, CrowdDataWarning, CrowdMemoryError
     from crowdlearn.data.inputs import ArrayInputs, ImageFolderInputs, TaskInputs
 
@@ -28,7 +29,7 @@ __getattr__, __dir__ = attach(
         "DUPLICATE_POLICIES": ".crowddata",
         "CrowdData": ".crowddata",
         "DuplicatePolicy": ".crowddata",
-        "GroupIndex": ".crowddata",
+        "GroupIndex": "._views",
         "CrowdDataError": ".errors",
         "CrowdDataWarning": ".errors",
         "CrowdMemoryError": ".errors",

@@ -96,6 +96,12 @@ def read_answers_json(
 ) -> CrowdData:
     """Read a peerannot ``answers.json`` and the files beside it.
 
+    This is the ``answers.json`` constructor of :class:`~crowdlearn.data.CrowdData`
+    (``from_answers_json`` in the design). It is not a ``CrowdData`` classmethod so that
+    :mod:`crowdlearn.data` imports no reader (readers depend on the data layer, never
+    the reverse). Other features or truth than the files' are given afterwards:
+    ``read_answers_json(path, truth=False).with_features(X).with_truth(y)``.
+
     Parameters
     ----------
     path : str or path-like
