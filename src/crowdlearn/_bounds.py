@@ -74,7 +74,8 @@ SEED = Bounds(0, MAX_SEED, integer=True)
 #: The numeric parameters of the estimators (learners' training parameters and the
 #: aggregators' iteration controls), by their Python names.
 PARAMS: dict[str, Bounds] = {
-    "lr": Bounds(0, low_open=True),
+    # lr=0 freezes the network: the EM steps alone (what the frozen-network tests check)
+    "lr": Bounds(0),
     "weight_decay": Bounds(0),
     "dropout": Bounds(0, 1, high_open=True),
     "max_epochs": Bounds(0, integer=True),

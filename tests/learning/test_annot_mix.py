@@ -151,8 +151,10 @@ def test_annot_mix_beats_majority_vote_on_a_crowd_of_spammers():
     for seed in (0, 1):
         crowd, X_test, y_test = noisy_crowd(seed)
         training = dict(max_epochs=30, lr=0.01, random_state=seed)
-        model = AnnotMix(**training).fit(crowd)
-        baseline = TwoStage(**training).fit(crowd)
+        # the last epoch of each (valid=None): gains 0.07 and 0.035, 3x faster than
+        # selecting the epoch by cross-fitting (gains 0.02 and 0.03)
+        model = AnnotMix(**training).fit(crowd, valid=None)
+        baseline = TwoStage(**training).fit(crowd, valid=None)
         gain = np.mean(model.predict(X_test) == y_test) - np.mean(
             baseline.predict(X_test) == y_test
         )

@@ -108,10 +108,14 @@ def test_conal_is_as_accurate_as_majority_vote_on_a_noisy_crowd():
     for seed in (0, 1):
         crowd, X_test, y_test = noisy_crowd(seed)
         training = dict(max_epochs=30, lr=0.01, random_state=seed)
-        conal = CoNAL(**training).fit(crowd)
-        baseline = TwoStage(**training).fit(crowd)
+        # the last epoch of each (valid=None), twice as fast as selecting the epoch by
+        # cross-fitting: CoNAL is ahead by 0.06 and 0.015 (0.015 and 0.005 with
+        # cross-fitting, where the test allowed it to be 0.03 behind), so it must now be
+        # ahead: a CoNAL that learns what majority vote learns fails
+        conal = CoNAL(**training).fit(crowd, valid=None)
+        baseline = TwoStage(**training).fit(crowd, valid=None)
         conal_accuracy = np.mean(conal.predict(X_test) == y_test)
-        assert conal_accuracy >= np.mean(baseline.predict(X_test) == y_test) - 0.03
+        assert conal_accuracy > np.mean(baseline.predict(X_test) == y_test)
         np.testing.assert_allclose(conal.confusions_.sum(axis=2), 1.0, atol=1e-6)
         np.testing.assert_allclose(conal.common_confusion_.sum(axis=1), 1.0, atol=1e-6)
         rates = conal.common_rates(X_test)

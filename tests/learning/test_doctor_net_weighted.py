@@ -121,10 +121,11 @@ def test_annotators_without_annotations_get_no_weight():
 def test_weighted_doctor_net_beats_majority_vote_on_a_crowd_of_spammers():
     for seed in (0, 2):
         (crowd, _), X_test, y_test = noisy_crowd(seed, info=True)
-        # the margin was set with one held-out share and a refit
-        training = dict(max_epochs=30, lr=0.01, random_state=seed, crowd_folds=1)
-        model = DoctorNetWeighted(**training).fit(crowd)
-        baseline = TwoStage(**training).fit(crowd)
+        # the last epoch of each (valid=None): gains 0.065 and 0.04, twice as fast as
+        # one held-out share and a refit (gains 0.01 and 0.02)
+        training = dict(max_epochs=30, lr=0.01, random_state=seed)
+        model = DoctorNetWeighted(**training).fit(crowd, valid=None)
+        baseline = TwoStage(**training).fit(crowd, valid=None)
         gain = np.mean(model.predict(X_test) == y_test) - np.mean(
             baseline.predict(X_test) == y_test
         )

@@ -908,7 +908,7 @@ CASES: list[Case] = [
             "--param",
             "lr=inf",
         ],
-        "lr must be a finite number > 0",
+        "lr must be a finite number >= 0",
     ),
     Case(
         "learn-diverges",

@@ -182,7 +182,8 @@ def _inject(fault: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
         monkeypatch.setattr(aggregate_module, "_write_table", write_table)
     elif fault == "model-disk-full":
-        import crowdlearn.learning._base as base_module
+        # the learner's file is written by write_torch, in learning/_shared.py
+        import crowdlearn.learning._shared as shared_module
 
         class FullDisk:
             def __init__(self, path, mode="r", *args, **kwargs):
@@ -198,7 +199,7 @@ def _inject(fault: str, monkeypatch: pytest.MonkeyPatch) -> None:
                 Path(self.path).write_bytes(b"partial")
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-        monkeypatch.setattr(base_module, "open", FullDisk, raising=False)
+        monkeypatch.setattr(shared_module, "open", FullDisk, raising=False)
     else:  # pragma: no cover - a typo in the catalogue
         raise AssertionError(fault)
 
