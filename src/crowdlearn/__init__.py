@@ -20,7 +20,7 @@ from crowdlearn._lazy import attach
 
 if TYPE_CHECKING:
     from crowdlearn.aggregation import MajorityVote, NaiveSoft
-    from crowdlearn.data import CrowdData, CrowdDataError
+    from crowdlearn.data import Comparisons, CrowdData, CrowdDataError, LabelSets, Ratings
 
 
 def _version() -> str:
@@ -38,6 +38,9 @@ __getattr__, __dir__ = attach(
     {
         "CrowdData": "crowdlearn.data.crowddata",
         "CrowdDataError": "crowdlearn.data.errors",
+        "LabelSets": "crowdlearn.data.label_sets",
+        "Ratings": "crowdlearn.data.ratings",
+        "Comparisons": "crowdlearn.data.comparisons",
         # the aggregation package, not its modules: it registers the CLI strategies
         "MajorityVote": "crowdlearn.aggregation",
         "NaiveSoft": "crowdlearn.aggregation",
@@ -60,4 +63,13 @@ __getattr__, __dir__ = attach(
     factories={"__version__": _version},
 )
 
-__all__ = ["CrowdData", "CrowdDataError", "MajorityVote", "NaiveSoft", "__version__"]
+__all__ = [
+    "Comparisons",
+    "CrowdData",
+    "CrowdDataError",
+    "LabelSets",
+    "MajorityVote",
+    "NaiveSoft",
+    "Ratings",
+    "__version__",
+]

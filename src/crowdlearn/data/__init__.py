@@ -19,7 +19,10 @@ if TYPE_CHECKING:
     from crowdlearn.data._headers import RECOGNISED as RECOGNISED_COLUMNS
     from crowdlearn.data._headers import ColumnsRecognizedWarning
     from crowdlearn.data._views import GroupIndex
+    from crowdlearn.data.comparisons import Comparisons
     from crowdlearn.data.crowddata import DUPLICATE_POLICIES, CrowdData, DuplicatePolicy
+    from crowdlearn.data.label_sets import LabelSets, parse_label_set
+    from crowdlearn.data.ratings import Ratings
     from crowdlearn.data.errors import CrowdDataError, CrowdDataWarning, CrowdMemoryError
     from crowdlearn.data.inputs import ArrayInputs, ImageFolderInputs, TaskInputs
 
@@ -28,6 +31,10 @@ __getattr__, __dir__ = attach(
     {
         "DUPLICATE_POLICIES": ".crowddata",
         "CrowdData": ".crowddata",
+        "LabelSets": ".label_sets",
+        "parse_label_set": ".label_sets",
+        "Ratings": ".ratings",
+        "Comparisons": ".comparisons",
         "DuplicatePolicy": ".crowddata",
         "GroupIndex": "._views",
         "CrowdDataError": ".errors",
@@ -46,6 +53,7 @@ __all__ = [
     "RECOGNISED_COLUMNS",
     "ArrayInputs",
     "ColumnsRecognizedWarning",
+    "Comparisons",
     "CrowdData",
     "CrowdDataError",
     "CrowdDataWarning",
@@ -53,5 +61,8 @@ __all__ = [
     "DuplicatePolicy",
     "GroupIndex",
     "ImageFolderInputs",
+    "LabelSets",
+    "Ratings",
     "TaskInputs",
+    "parse_label_set",
 ]
