@@ -230,6 +230,8 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     "crowding": ("CrowdInG (CrowdInG paper)", ("crowding-drift", "crowding")),
     "cmm": ("CMM (CMM paper)", ("cmm-near-tie", "cmm-scaling")),
     "identification": ("Identification", ("identify",)),
+    # label sets, ratings and comparisons (issue 28): each kind adds its benchmarks here
+    "answer-kinds": ("Answer kinds: label sets, ratings, comparisons", ()),
 }
 
 
