@@ -34,7 +34,7 @@ def input_paths(data: str, root: str | None = None) -> list[str]:
 
 
 #: The roles ``--columns`` names (the keys of ``columns=`` in the Python API).
-_ROLES = ("task", "worker", "label", "truth")
+_ROLES = ("task", "worker", "label", "truth", "left", "right")
 
 
 def parse_columns(

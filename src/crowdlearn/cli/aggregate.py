@@ -11,7 +11,8 @@ import click
 
 from crowdlearn._atomic import atomic_open, atomic_path
 from crowdlearn._lazy import lazy_module
-from crowdlearn.cli._app import cli, without_timings
+from crowdlearn.cli._app import cli, note, without_timings
+from crowdlearn.cli._kinds import kind_options
 from crowdlearn.cli._numbers import number
 from crowdlearn.cli._output import Outputs, require_input
 from crowdlearn.cli._reading import input_paths, reading_options
@@ -125,7 +126,13 @@ def aggregation_outputs(model: Any, data: CrowdData) -> dict[str, Any]:
 @cli.command()
 @reading_options
 @click.argument("data", required=False, type=click.Path())
-@click.option("-s", "--strategy", help="Strategy, e.g. ds, glad, 'DSWC[L=5]' (see --list).")
+@click.option(
+    "-s",
+    "--strategy",
+    help="Strategy, e.g. ds, glad, 'DSWC[L=5]' (see --list); default: the kind's default "
+    "(ds for classes).",
+)
+@kind_options
 @click.option(
     "--param",
     "params",
@@ -161,7 +168,9 @@ def aggregation_outputs(model: Any, data: CrowdData) -> dict[str, Any]:
 )
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output folder (as a whole).")
-@click.option("--list", "list_", is_flag=True, help="List the strategies and exit.")
+@click.option(
+    "--list", "list_", is_flag=True, help="List the strategies (of --kind, else of every kind)."
+)
 @click.option(
     "--engine",
     type=click.Choice(["memory", "dask"]),
@@ -187,6 +196,10 @@ def aggregation_outputs(model: Any, data: CrowdData) -> dict[str, Any]:
 def aggregate(
     data: str | None,
     strategy: str | None,
+    kind: str | None,
+    sep: str | None,
+    order: str | None,
+    tie: str | None,
     params: tuple[str, ...],
     output: str | None,
     output_format: str,
@@ -200,22 +213,49 @@ def aggregate(
     local_workers: int,
     worker_memory: str,
 ) -> None:
-    """Aggregate the annotations in DATA (any supported format) with one strategy.
+    """Aggregate the answers in DATA (any supported format) with one strategy.
 
-    Writes to the output folder: labels (task, label, probability of that label, and
-    per-task parameters such as GLAD's beta), probas (one column per class), the
-    learned worker parameters (workers.json, keyed by worker id), the iteration
-    history and summary.json, all keyed by your ids.
+    For classes (the default kind), writes to the output folder: labels (task, label,
+    probability of that label, and per-task parameters such as GLAD's beta), probas
+    (one column per class), the learned worker parameters (workers.json, keyed by
+    worker id), the iteration history and summary.json, all keyed by your ids.
+    Label sets (--kind multilabel): labels (task, one 0/1 column per class) and probas.
+    Ratings (--kind rating): labels (task, value, spread where the strategy has one;
+    label for ordered categories). Comparisons (a worker, left, right, label file):
+    scores (item, score; most preferred first).
     """
-    from crowdlearn.aggregation import STRATEGIES, make_aggregator
+    import crowdlearn.cli._kinds as _kinds
+    from crowdlearn.aggregation import make_aggregator
     from crowdlearn.cli.identify import load_crowd
 
     if list_:
-        for name, entry in sorted(STRATEGIES.items()):
-            click.echo(f"{name:14s} {entry.description}")
+        _list_strategies(kind)
         return
-    if data is None or strategy is None or output is None:
-        raise click.UsageError("DATA, --strategy and --output are required (or use --list)")
+    if data is None or output is None:
+        raise click.UsageError("DATA and --output are required (or use --list)")
+    if kind is None:
+        kind = _kinds.detected_kind(data, engine)
+    _kinds.check_kind_options(kind, sep, order, tie)
+    if strategy is None:
+        strategy = _kinds.default_strategy(kind)
+        note(f"crowdlearn: note: strategy {strategy} (the default for {_kinds.NOUNS[kind]})")
+    if kind != "class":
+        _aggregate_kind(
+            data,
+            kind,
+            strategy,
+            params,
+            output,
+            output_format,
+            gold,
+            engine,
+            duplicates,
+            overwrite,
+            sep,
+            _kinds.parse_order(order),
+            tie,
+        )
+        return
     model = make_aggregator(strategy, **_parse_params(params))
     if engine == "dask":
         require_input(data)
@@ -256,6 +296,58 @@ def aggregate(
                 json.dump(tables[name], handle, indent=1)
     written = [f"{name}.{output_format}" for name in names] + ["workers.json", "summary.json"]
     click.echo(f"{strategy}: {crowd} -> {output}: {', '.join(written)}")
+
+
+def _list_strategies(kind: str | None) -> None:
+    import crowdlearn.cli._kinds as _kinds
+
+    kinds = [kind] if kind is not None else ["class", *_kinds.PACKAGES]
+    for one in kinds:
+        if kind is None:
+            click.echo(
+                f"--kind {one} ({_kinds.NOUNS[one]}; default {_kinds.default_strategy(one)}):"
+            )
+        for name, entry in sorted(_kinds.strategies(one).items()):
+            click.echo(f"{'  ' if kind is None else ''}{name:14s} {entry.description}")
+
+
+def _aggregate_kind(
+    data: str,
+    kind: str,
+    strategy: str,
+    params: tuple[str, ...],
+    output: str,
+    output_format: str,
+    gold: str | None,
+    engine: str,
+    duplicates: str,
+    overwrite: bool,
+    sep: str | None,
+    order: str | None,
+    tie: str | None,
+) -> None:
+    """Label sets, ratings or comparisons: read, fit the kind's strategy, write its tables."""
+    import crowdlearn.cli._kinds as _kinds
+
+    if engine == "dask":
+        raise CrowdDataError(f"--engine dask aggregates classes only, not {_kinds.NOUNS[kind]}")
+    if gold is not None:
+        raise CrowdDataError(f"--gold is not supported for {_kinds.NOUNS[kind]}")
+    model = _kinds.make(kind, strategy, _parse_params(params))
+    outputs = Outputs(overwrite, reads=[data])
+    out = outputs.folder(output)
+    answers = _kinds.read_answers(data, kind, sep, order, tie, duplicates)
+    model.fit(answers)
+    tables = _kinds.tables(kind, model, answers)
+    names = [name for name in ("labels", "probas", "scores") if name in tables]
+    with outputs:
+        for name in names:
+            _write_table(tables[name], out.staged / name, output_format)
+        for name in ("workers", "summary"):
+            with atomic_open(out.staged / f"{name}.json") as handle:
+                json.dump(tables[name], handle, indent=1)
+    written = [f"{name}.{output_format}" for name in names] + ["workers.json", "summary.json"]
+    click.echo(f"{strategy}: {answers} -> {output}: {', '.join(written)}")
 
 
 def _aggregate_dask(

@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+import crowdlearn.cli._kinds as _kinds
 from crowdlearn._atomic import atomic_open
 from crowdlearn._lazy import lazy_module
 from crowdlearn.cli._app import cli
+from crowdlearn.cli._kinds import kind_options
 from crowdlearn.cli._numbers import number
 from crowdlearn.cli._output import Outputs, inside, require_input
 from crowdlearn.cli._reading import input_paths, reading_options
@@ -18,11 +20,13 @@ from crowdlearn.data import CrowdDataError
 
 if TYPE_CHECKING:
     import numpy as np
+    import pandas as pd
 
     from crowdlearn.data import CrowdData
 else:
     # imported on first use: `crowdlearn --help` must not load them
     np = lazy_module("numpy")
+    pd = lazy_module("pandas")
 
 
 def load_crowd(data: str, root: str | None = None, duplicates: str = "error") -> CrowdData:
@@ -82,6 +86,47 @@ def pruned_copy(data: CrowdData, frames: dict[str, Any], prune: dict[str, float]
     return kept
 
 
+def _identify_kind(
+    data: str,
+    kind: str,
+    output: str,
+    overwrite: bool,
+    sep: str | None,
+    order: str | None,
+    tie: str | None,
+    duplicates: str,
+) -> None:
+    """Worker and task (item) scores of label sets, ratings or comparisons."""
+    import importlib
+
+    outputs = Outputs(overwrite, reads=[data])
+    out = outputs.folder(output)
+    answers = _kinds.read_answers(data, kind, sep, order, tie, duplicates)
+    module = importlib.import_module(_kinds.PACKAGES[kind].replace(".aggregation.", ".identify."))
+    workers = pd.DataFrame({"worker": answers.worker_ids, **module.worker_scores(answers)})
+    tables = {"workers": workers}
+    if kind == "comparison":
+        item_scores = getattr(module, "item_scores", None)
+        if item_scores is not None:
+            tables["items"] = pd.DataFrame({"item": answers.item_ids, **item_scores(answers)})
+    else:
+        tables["tasks"] = pd.DataFrame({"task": answers.task_ids, **module.task_scores(answers)})
+    summary = {
+        "kind": kind,
+        "n_workers": answers.n_workers,
+        "n_annotations": answers.n_annotations,
+        "worker_scores": [c for c in workers.columns if c != "worker"],
+    }
+    with outputs:
+        for name, frame in tables.items():
+            with atomic_open(out.staged / f"{name}.csv") as handle:
+                frame.to_csv(handle, index=False)
+        with atomic_open(out.staged / "summary.json") as handle:
+            json.dump(summary, handle, indent=1)
+    written = [f"{name}.csv" for name in tables] + ["summary.json"]
+    click.echo(f"{_kinds.NOUNS[kind]}: {answers} -> {output}: {', '.join(written)}")
+
+
 @cli.command()
 @reading_options
 @click.argument("data", type=click.Path(), required=False)
@@ -139,6 +184,7 @@ def pruned_copy(data: CrowdData, frames: dict[str, Any], prune: dict[str, float]
 )
 @click.option("--list", "list_", is_flag=True, help="List the scores and exit.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
+@kind_options
 def identify(
     data: str | None,
     scores: tuple[str, ...],
@@ -153,8 +199,16 @@ def identify(
     overwrite: bool,
     list_: bool,
     quiet: bool,
+    kind: str | None,
+    sep: str | None,
+    order: str | None,
+    tie: str | None,
 ) -> None:
     """Score the tasks and workers of DATA (a file or a dataset name such as labelme).
+
+    Label sets, ratings and comparisons (--kind, or a file with left and right columns)
+    get their kind's worker scores in workers.csv and task (item) scores in tasks.csv
+    (items.csv), with a summary.json; -s, --prune and --confusions are for classes.
 
     Writes tasks.csv (task scores, keyed by task id), workers.csv (worker scores, keyed
     by worker id) and agreement.json (Krippendorff's alpha and per-class agreement). With
@@ -171,6 +225,17 @@ def identify(
         return
     if data is None or output is None:
         raise click.UsageError("DATA and --output are required (or use --list)")
+    if kind is None:
+        kind = _kinds.detected_kind(data, "memory")
+    _kinds.check_kind_options(kind, sep, order, tie)
+    if kind != "class":
+        if scores or prune or pruned_output:
+            raise CrowdDataError(
+                f"-s, --prune and --pruned-output apply to classes; {_kinds.NOUNS[kind]} get "
+                "their kind's scores without options"
+            )
+        _identify_kind(data, kind, output, overwrite, sep, order, tie, duplicates)
+        return
     prune_fractions = _parse_prune(prune)
     unknown = sorted(set(prune_fractions) - set(SCORES))
     if unknown:

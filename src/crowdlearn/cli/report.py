@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
+import crowdlearn.cli._kinds as _kinds
 from crowdlearn.cli._app import cli
+from crowdlearn.cli._kinds import kind_options
 from crowdlearn.cli._numbers import number
 from crowdlearn.cli._output import Outputs
 from crowdlearn.cli._reading import input_paths, reading_options
@@ -74,6 +76,7 @@ def _strategy_names(values: tuple[str, ...]) -> tuple[str, ...]:
 )
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
+@kind_options
 def report(
     data: str,
     output: str,
@@ -88,6 +91,10 @@ def report(
     duplicates: str,
     quiet: bool,
     overwrite: bool,
+    kind: str | None,
+    sep: str | None,
+    order: str | None,
+    tie: str | None,
 ) -> None:
     """Write an HTML report on DATA (a file or a dataset name such as labelme).
 
@@ -103,6 +110,34 @@ def report(
     from crowdlearn.data import CrowdDataError
     from crowdlearn.report import DEFAULT_STRATEGIES, ReportLimits, write_report
 
+    if kind is None:
+        kind = _kinds.detected_kind(data, "memory")
+    _kinds.check_kind_options(kind, sep, order, tie)
+    if kind != "class":
+        if len(_strategy_names(strategies)) > 1 or use_truth:
+            raise CrowdDataError(
+                f"a report on {_kinds.NOUNS[kind]} shows one strategy (-s NAME) and no --truth"
+            )
+        named = _strategy_names(strategies)
+        strategy = named[0] if named else None
+        if strategy is not None:
+            _kinds.make(kind, strategy, {})  # an unknown name fails before any reading
+        outputs = Outputs(overwrite, reads=[data])
+        out = outputs.file(output)
+        answers = _kinds.read_answers(data, kind, sep, order, tie, duplicates)
+        limits = ReportLimits(
+            worker_rows=max_worker_rows, task_rows=max_task_rows, plot_points=max_plot_points
+        )
+        with outputs:
+            write_report(
+                answers,
+                out.staged,
+                title=title or f"crowdlearn report: {data}",
+                limits=limits,
+                strategy=strategy,
+            )
+        click.echo(f"report: {answers} -> {output}")
+        return
     chosen = _strategy_names(strategies) or DEFAULT_STRATEGIES
     models = {name: make_aggregator(name) for name in _strategy_names(strategies)}
     outputs = Outputs(overwrite, reads=input_paths(data, root))

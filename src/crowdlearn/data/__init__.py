@@ -21,10 +21,10 @@ if TYPE_CHECKING:
     from crowdlearn.data._views import GroupIndex
     from crowdlearn.data.comparisons import Comparisons
     from crowdlearn.data.crowddata import DUPLICATE_POLICIES, CrowdData, DuplicatePolicy
-    from crowdlearn.data.label_sets import LabelSets, parse_label_set
-    from crowdlearn.data.ratings import Ratings
     from crowdlearn.data.errors import CrowdDataError, CrowdDataWarning, CrowdMemoryError
     from crowdlearn.data.inputs import ArrayInputs, ImageFolderInputs, TaskInputs
+    from crowdlearn.data.label_sets import LabelSets, parse_label_set
+    from crowdlearn.data.ratings import Ratings
 
 __getattr__, __dir__ = attach(
     __name__,

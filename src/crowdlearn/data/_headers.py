@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from crowdlearn.data.errors import CrowdDataError
 
-#: The roles a column can play, in the order they are reported.
-ROLES = ("task", "worker", "label", "truth")
+#: The roles a column can play, in the order they are reported (``left`` and ``right``:
+#: the two items of a comparison).
+ROLES = ("task", "worker", "label", "truth", "left", "right")
 
 #: Header spellings recognised for each role when its standard name is absent, matched
 #: case-insensitively (the standard name in another case, e.g. ``Task``, counts too).
@@ -54,7 +55,7 @@ class Columns:
 
     def describe(self) -> str:
         """``task=question, worker=worker, label=answer`` (and truth when used)."""
-        pairs = [(role, getattr(self, role)) for role in ROLES]
+        pairs = [(role, getattr(self, role)) for role in ("task", "worker", "label", "truth")]
         return ", ".join(f"{role}={name}" for role, name in pairs if name is not None)
 
 

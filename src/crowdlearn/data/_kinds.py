@@ -129,7 +129,7 @@ class KindData:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        for (name, mine), (_, theirs) in zip(self._fields(), other._fields(), strict=True):
+        for (_name, mine), (_, theirs) in zip(self._fields(), other._fields(), strict=True):
             if (mine is None) != (theirs is None):
                 return False
             if mine is None:

@@ -89,7 +89,9 @@ class Comparisons(KindData):
             )
         neither = np.flatnonzero((winner != left) & (winner != right) & (winner != -1))
         if len(neither):
-            raise CrowdDataError(f"rows {show(neither)}: the label is neither the left nor the right item")
+            raise CrowdDataError(
+                f"rows {show(neither)}: the label is neither the left nor the right item"
+            )
         if truth is not None:
             truth = np.asarray(truth, dtype=np.float64)
             if truth.shape != (len(item_ids),):
@@ -238,7 +240,9 @@ class Comparisons(KindData):
 
 def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if a.dtype == object or b.dtype == object:
-        return np.fromiter((x == y for x, y in zip(a.tolist(), b.tolist(), strict=True)), bool, len(a))
+        return np.fromiter(
+            (x == y for x, y in zip(a.tolist(), b.tolist(), strict=True)), bool, len(a)
+        )
     return a == b
 
 

@@ -320,12 +320,17 @@ class LabelSets(KindData):
         starts = np.searchsorted(rows, np.arange(self.n_annotations + 1))
         classes = self.classes.tolist()
         sets = [
-            [classes[c] for c in cols[starts[a] : starts[a + 1]]] for a in range(self.n_annotations)
+            [classes[c] for c in cols[starts[a] : starts[a + 1]]]
+            for a in range(self.n_annotations)
         ]
         if sep is not None:
             sets = [sep.join(map(str, s)) for s in sets]
         return pd.DataFrame(
-            {"task": self.task_ids[self.task], "worker": self.worker_ids[self.worker], "label": sets}
+            {
+                "task": self.task_ids[self.task],
+                "worker": self.worker_ids[self.worker],
+                "label": sets,
+            }
         )
 
     def __repr__(self) -> str:

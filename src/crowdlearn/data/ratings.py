@@ -14,7 +14,14 @@ import numpy as np
 import pandas as pd
 
 from crowdlearn.data._ids import as_id_array, factorize
-from crowdlearn.data._kinds import KindData, check_codes, frame_column, id_axis, keep_rows, readonly
+from crowdlearn.data._kinds import (
+    KindData,
+    check_codes,
+    frame_column,
+    id_axis,
+    keep_rows,
+    readonly,
+)
 from crowdlearn.data._validation import _validate_features
 from crowdlearn.data.errors import CrowdDataError, show
 
@@ -189,7 +196,11 @@ class Ratings(KindData):
         """One row per annotation: task, worker, label (the category for ordinal data)."""
         label = self.value if self.levels is None else self.levels[self.value.astype(int)]
         return pd.DataFrame(
-            {"task": self.task_ids[self.task], "worker": self.worker_ids[self.worker], "label": label}
+            {
+                "task": self.task_ids[self.task],
+                "worker": self.worker_ids[self.worker],
+                "label": label,
+            }
         )
 
     def __repr__(self) -> str:
@@ -225,7 +236,9 @@ def _ratings(values: Any, order: Any, what: str, missing_ok: bool = False) -> np
     if order is not None:
         levels = pd.Index(as_id_array(order, "level"))
         if not levels.is_unique:
-            raise CrowdDataError(f"the order repeats categories: {show(levels[levels.duplicated()])}")
+            raise CrowdDataError(
+                f"the order repeats categories: {show(levels[levels.duplicated()])}"
+            )
         codes = levels.get_indexer(as_id_array(series.to_numpy(dtype=object), what))
         if levels.dtype.kind in "iuf":  # "4" in a text column and 4 in the order
             numeric = pd.to_numeric(series, errors="coerce").to_numpy()

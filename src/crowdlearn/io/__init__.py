@@ -18,6 +18,7 @@ from crowdlearn._lazy import attach
 
 if TYPE_CHECKING:
     from crowdlearn.io._dispatch import FORMATS, default_columns, detect_format, read, write
+    from crowdlearn.io.kinds import KINDS, detect_kind, read_kind, read_table
     from crowdlearn.io.longform import read_csv, read_parquet, write_csv, write_parquet
     from crowdlearn.io.matrix import read_matrix, to_matrix, write_matrix
     from crowdlearn.io.peerannot import read_answers_json, read_peerannot, write_peerannot
@@ -30,6 +31,10 @@ __getattr__, __dir__ = attach(
         "detect_format": "._dispatch",
         "read": "._dispatch",
         "write": "._dispatch",
+        "KINDS": ".kinds",
+        "detect_kind": ".kinds",
+        "read_kind": ".kinds",
+        "read_table": ".kinds",
         "read_csv": ".longform",
         "read_parquet": ".longform",
         "write_csv": ".longform",
@@ -45,14 +50,18 @@ __getattr__, __dir__ = attach(
 
 __all__ = [
     "FORMATS",
+    "KINDS",
     "default_columns",
     "detect_format",
+    "detect_kind",
     "read",
     "read_answers_json",
     "read_csv",
+    "read_kind",
     "read_matrix",
     "read_parquet",
     "read_peerannot",
+    "read_table",
     "to_matrix",
     "write",
     "write_csv",

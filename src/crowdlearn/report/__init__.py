@@ -486,8 +486,18 @@ def build_report(
 
 
 def write_report(data: CrowdData, path: str | os.PathLike[str], **options: Any) -> Path:
-    """Build the report (see :func:`build_report` for ``options``) and write it atomically."""
-    text = build_report(data, **options)
+    """Build the report (see :func:`build_report` for ``options``) and write it atomically.
+
+    Label sets, ratings and comparisons get their kind's report
+    (:func:`crowdlearn.report._kinds.build_kind_report`: options ``title``, ``limits``,
+    ``strategy``).
+    """
+    if getattr(data, "kind", None) in ("multilabel", "rating", "comparison"):
+        from crowdlearn.report._kinds import build_kind_report
+
+        text = build_kind_report(data, **options)
+    else:
+        text = build_report(data, **options)
     target = Path(path)
     with atomic_open(target) as handle:
         handle.write(text)

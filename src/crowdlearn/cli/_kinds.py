@@ -1,0 +1,233 @@
+"""The answer kinds on the command line: reading, strategies and the tables written.
+
+``crowdlearn aggregate --kind multilabel|rating|comparison`` (or a file whose columns say
+comparisons) goes through :func:`aggregate_kind`: the kind's data type is read by
+:func:`crowdlearn.io.read_kind`, its strategy made from the kind's registry
+(``crowdlearn.aggregation.<kind>``, default :data:`DEFAULT_STRATEGY` of that package),
+and its tables written all-or-nothing by the caller's :class:`~crowdlearn.cli._output.Outputs`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from crowdlearn._lazy import lazy_module
+from crowdlearn.cli._app import note
+from crowdlearn.cli._output import require_input
+from crowdlearn.data import CrowdDataError
+
+np = lazy_module("numpy")
+pd = lazy_module("pandas")
+
+#: The aggregation package of each kind (``class`` is ``crowdlearn.aggregation`` itself).
+PACKAGES = {
+    "multilabel": "crowdlearn.aggregation.label_sets",
+    "rating": "crowdlearn.aggregation.ratings",
+    "comparison": "crowdlearn.aggregation.comparisons",
+}
+
+#: What each kind is called in notes.
+NOUNS = {
+    "class": "one class per answer",
+    "multilabel": "label sets",
+    "rating": "ratings",
+    "comparison": "pairwise comparisons",
+}
+
+#: The categorical default: Dawid-Skene with its prior, the best mean accuracy over the
+#: 12 real datasets in ``python -m benchmarks aggregation-defaults``.
+CLASS_DEFAULT = "ds"
+
+
+def package(kind: str) -> Any:
+    """The aggregation package of ``kind``."""
+    if kind == "class":
+        return importlib.import_module("crowdlearn.aggregation")
+    return importlib.import_module(PACKAGES[kind])
+
+
+def default_strategy(kind: str) -> str:
+    return CLASS_DEFAULT if kind == "class" else package(kind).DEFAULT_STRATEGY
+
+
+def strategies(kind: str) -> dict[str, Any]:
+    return package(kind).STRATEGIES
+
+
+def make(kind: str, spec: str, params: dict[str, str]) -> Any:
+    """The estimator of ``spec`` in ``kind``'s registry; an unknown name lists the kind's."""
+    registry = strategies(kind)
+    name = spec.split("[")[0].strip().lower()
+    if name not in registry:
+        other = [k for k in PACKAGES if k != kind and name in strategies(k)]
+        hint = f" (it is a {NOUNS[other[0]]} strategy: --kind {other[0]})" if other else ""
+        raise CrowdDataError(
+            f"unknown {NOUNS[kind]} strategy {spec!r}{hint}; choose one of "
+            f"{', '.join(sorted(registry))}"
+        )
+    return package(kind).make_aggregator(spec, **params)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _workers(model: Any, data: Any) -> dict[str, dict[str, Any]]:
+    ids = [str(w) for w in data.worker_ids.tolist()]
+    return {
+        attribute.rstrip("_"): dict(zip(ids, _jsonable(getattr(model, attribute)), strict=True))
+        for attribute in getattr(model, "worker_attributes", ())
+        if hasattr(model, attribute)
+    }
+
+
+def tables(kind: str, model: Any, data: Any) -> dict[str, Any]:
+    """The tables (DataFrames, by file stem) and documents (dicts) of a fitted model."""
+    summary: dict[str, Any] = {
+        "kind": kind,
+        "strategy": type(model).__name__,
+        "params": {k: _jsonable(v) for k, v in model.get_params().items()},
+        "n_workers": data.n_workers,
+        "n_annotations": data.n_annotations,
+    }
+    for attribute in ("n_iter_", "converged_"):
+        if hasattr(model, attribute):
+            summary[attribute.rstrip("_")] = _jsonable(getattr(model, attribute))
+    out: dict[str, Any] = {"workers": _workers(model, data), "summary": summary}
+    if kind == "comparison":
+        summary["n_items"] = data.n_items
+        scores = pd.DataFrame({"item": data.item_ids, "score": np.asarray(model.scores_)})
+        out["scores"] = scores.sort_values("score", ascending=False, kind="stable")
+        return out
+    summary["n_tasks"] = data.n_tasks
+    task = pd.Series(data.task_ids, name="task")
+    if kind == "multilabel":
+        names = [str(c) for c in data.classes]
+        summary["classes"] = [_jsonable(c) for c in data.classes]
+        labels = pd.DataFrame(np.asarray(model.labels_, dtype=np.int8), columns=names)
+        probas = pd.DataFrame(np.asarray(model.probas_, dtype=np.float64), columns=names)
+        out["labels"] = pd.concat([task, labels], axis=1)
+        out["probas"] = pd.concat([task, probas], axis=1)
+        return out
+    columns: dict[str, Any] = {"task": data.task_ids}
+    values = np.asarray(model.values_, dtype=np.float64)
+    if data.levels is not None:
+        summary["order"] = [_jsonable(v) for v in data.levels]
+        ranks = getattr(model, "labels_", None)
+        if ranks is None:
+            ranks = np.clip(np.rint(values), 0, len(data.levels) - 1)
+        columns["label"] = data.levels[np.asarray(ranks, dtype=np.int64)]
+    columns["value"] = values
+    if getattr(model, "spread_", None) is not None:
+        columns["spread"] = np.asarray(model.spread_, dtype=np.float64)
+    out["labels"] = pd.DataFrame(columns)
+    return out
+
+
+def parse_order(text: str | None) -> list[Any] | None:
+    """``--order 1,2,3,4,5`` or ``--order bad,fair,good`` as a list (numbers as numbers)."""
+    if text is None:
+        return None
+    items = [item.strip() for item in text.split(",")]
+    if len(items) < 2 or any(not item for item in items):
+        raise CrowdDataError(
+            f"--order expects at least two comma-separated categories, lowest first; got {text!r}"
+        )
+    try:
+        numbers = [int(item) for item in items]
+    except ValueError:
+        try:
+            return [float(item) for item in items]
+        except ValueError:
+            return items
+    return numbers
+
+
+def kind_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Add ``--kind``, ``--sep``, ``--order`` and ``--tie`` (passed as keyword arguments)."""
+    options = [
+        click.option(
+            "--kind",
+            type=click.Choice(["class", "multilabel", "rating", "comparison"]),
+            help="What one answer is: a class, a set of classes (multilabel), a number or "
+            "ordered category (rating), or a choice between two items (comparison). "
+            "Default: comparison when the file has left and right columns, else class.",
+        ),
+        click.option(
+            "--sep",
+            metavar="TEXT",
+            help="--kind multilabel: the separator between classes in a label cell (JSON "
+            "lists and CrowdFlower's [A]/[B] lines need none).",
+        ),
+        click.option(
+            "--order",
+            metavar="A,B,...",
+            help="--kind rating: the ordered categories, lowest first (e.g. 1,2,3,4,5 or "
+            "bad,fair,good); without it ratings are numbers.",
+        ),
+        click.option(
+            "--tie", metavar="VALUE", help="--kind comparison: the label that declares a tie."
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def read_answers(
+    data: str,
+    kind: str,
+    sep: str | None,
+    order: str | None,
+    tie: str | None,
+    duplicates: str = "error",
+) -> Any:
+    """DATA read as ``kind`` (not ``class``) with the kind's options."""
+    from crowdlearn.io import read_kind
+
+    require_input(data)
+    return read_kind(data, kind, sep=sep, order=parse_order(order), tie=tie, duplicates=duplicates)
+
+
+def detected_kind(data: str, engine: str) -> str:
+    """The kind DATA's columns say (comparisons: a left/right pair), with a note."""
+    from crowdlearn import datasets
+    from crowdlearn.io import detect_kind
+    from crowdlearn.io.kinds import _header
+
+    if engine == "dask" or data in datasets.list():
+        return "class"
+    require_input(data)
+    from crowdlearn.io._dispatch import _with_default_columns
+
+    columns = _with_default_columns({}).get("columns")
+    try:
+        header = _header(Path(data))
+    except CrowdDataError:
+        return "class"  # the reader says what is wrong with the file
+    kind = detect_kind(header, columns)
+    if kind == "comparison":
+        note(
+            "crowdlearn: note: reading pairwise comparisons (the file has left and right "
+            "columns; --kind chooses another kind)"
+        )
+    return kind
+
+
+def check_kind_options(kind: str, sep: str | None, order: str | None, tie: str | None) -> None:
+    for option, value, owner in (
+        ("--sep", sep, "multilabel"),
+        ("--order", order, "rating"),
+        ("--tie", tie, "comparison"),
+    ):
+        if value is not None and kind != owner:
+            raise click.UsageError(f"{option} applies to --kind {owner}, not to {kind}")

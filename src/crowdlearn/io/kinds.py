@@ -1,0 +1,255 @@
+"""Reading every answer kind from a long table: classes, label sets, ratings, comparisons.
+
+:func:`read_kind` reads a CSV/TSV or Parquet file (or takes a DataFrame), tells the kind
+from ``kind=`` or from the columns (:func:`detect_kind`: a ``left``/``right`` pair means
+comparisons), resolves the columns the way :func:`crowdlearn.io.read` does (the roles
+``task``, ``worker``, ``label``, ``truth``, plus ``left`` and ``right``; named by
+``columns=`` / ``--columns``, else the standard names, else common spellings) and builds
+the kind's data type: :class:`~crowdlearn.data.CrowdData`,
+:class:`~crowdlearn.data.LabelSets`, :class:`~crowdlearn.data.Ratings` or
+:class:`~crowdlearn.data.Comparisons`. Id cells are typed by the rule every reader uses
+(integers, booleans, floats, else text).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from crowdlearn.data import CrowdDataError
+from crowdlearn.data._headers import check_mapping, resolve_columns
+from crowdlearn.io._common import about, existing_path, parse_ids
+
+#: The kinds of answer, by their ``--kind`` name.
+KINDS = ("class", "multilabel", "rating", "comparison")
+
+
+def detect_kind(header: Sequence[str], columns: Mapping[str, Any] | None = None) -> str:
+    """The kind a table's columns say: ``comparison`` when it has (or names) both a
+    ``left`` and a ``right`` column, else ``class`` (label sets and ratings look like
+    classes and are chosen with ``kind=``).
+
+    >>> detect_kind(["worker", "left", "right", "label"])
+    'comparison'
+    >>> detect_kind(["task", "worker", "label"])
+    'class'
+    """
+    mapping = dict(columns or {})
+    lowered = {name.lower() for name in header}
+    has = {role: role in mapping or role in lowered for role in ("left", "right")}
+    return "comparison" if has["left"] and has["right"] else "class"
+
+
+def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Every column of a long CSV/TSV or Parquet file, id-like cells typed.
+
+    CSV cells are read as text and each column is typed by the readers' rule (all
+    integers: int64, all ``True``/``False``: bool, all floats: float64, else text);
+    empty cells are missing.
+    """
+    from crowdlearn.io._dispatch import detect_format
+    from crowdlearn.io.longform import _csv_header, _read_csv_table
+
+    path = existing_path(path)
+    fmt = detect_format(path)
+    with about(path):
+        if fmt == "csv":
+            sep = "\t" if path.suffix.lower() == ".tsv" else ","
+            header = _csv_header(path, sep)
+            table = _read_csv_table(path, sep, header)
+            frame = pd.DataFrame({name: _typed(table.column(name)) for name in table.column_names})
+        elif fmt == "parquet":
+            frame = pd.read_parquet(path)
+        else:
+            raise CrowdDataError(
+                f"{path}: label sets, ratings and comparisons are read from long CSV/TSV "
+                f"or Parquet tables, not from the {fmt} format"
+            )
+    return frame
+
+
+def _typed(column: pa.ChunkedArray) -> pd.Series:
+    array = column.combine_chunks()
+    present = array.drop_null()
+    if len(present) == len(array) and len(array):
+        return pd.Series(parse_ids(array).to_pandas())
+    return pd.Series(array.to_pandas())
+
+
+def read_kind(
+    source: str | os.PathLike[str] | pd.DataFrame,
+    kind: str | None = None,
+    *,
+    columns: Mapping[str, str | None] | None = None,
+    truth_column: str | None = None,
+    sep: str | None = None,
+    order: Sequence[Any] | None = None,
+    tie: Any = None,
+    duplicates: str = "error",
+) -> Any:
+    """Read one answer kind from a long table.
+
+    Parameters
+    ----------
+    source : path or DataFrame
+        A CSV/TSV or Parquet file (or folder), or a DataFrame.
+    kind : {"class", "multilabel", "rating", "comparison"}, optional
+        Default: told by :func:`detect_kind` (comparisons from a ``left``/``right`` pair,
+        else classes).
+    columns : mapping, optional
+        Role -> column name; roles ``task``, ``worker``, ``label``, ``truth``, and
+        ``left``, ``right`` for comparisons.
+    sep : str, optional
+        Label sets: the separator inside a label cell (JSON lists and CrowdFlower's
+        bracketed values are read without it).
+    order : sequence, optional
+        Ratings: the ordered categories, lowest first (the ratings are then ordinal).
+    tie : optional
+        Comparisons: the label value that declares a tie.
+    duplicates : {"error", "keep", "first", "last"}
+        Repeated (task, worker) pairs (classes, label sets, ratings).
+
+    Returns
+    -------
+    CrowdData, LabelSets, Ratings or Comparisons
+    """
+    from crowdlearn.io._dispatch import _with_default_columns
+
+    defaults = _with_default_columns({})  # --columns / --truth-column of the command
+    columns = columns if columns is not None else defaults.get("columns")
+    truth_column = truth_column if truth_column is not None else defaults.get("truth_column")
+    mapping = check_mapping({k: v for k, v in (columns or {}).items()})
+    if kind is not None and kind not in KINDS:
+        raise CrowdDataError(f"unknown kind {kind!r}; the kinds are {', '.join(KINDS)}")
+    if isinstance(source, pd.DataFrame):
+        frame = source
+    else:
+        path = existing_path(source)
+        if kind in (None, "class"):
+            header = _header(path)
+            if kind is None:
+                kind = detect_kind(header, mapping)
+            if kind == "class":
+                from crowdlearn.io._dispatch import read
+
+                options = {"columns": columns, "truth_column": truth_column}
+                return read(path, duplicates=duplicates, **{k: v for k, v in options.items() if v})
+        frame = read_table(path)
+    if kind is None:
+        kind = detect_kind([str(c) for c in frame.columns], mapping)
+    if kind == "class":
+        from crowdlearn.data import CrowdData
+
+        return CrowdData.from_frame(frame, columns=columns, duplicates=duplicates)
+    context = contextlib.nullcontext() if isinstance(source, pd.DataFrame) else about(source)
+    with context:
+        if kind == "comparison":
+            return _comparisons(frame, mapping, truth_column, tie)
+        return _per_task(frame, kind, mapping, truth_column, sep, order, duplicates)
+
+
+def _header(path: Path) -> list[str]:
+    from crowdlearn.io._dispatch import detect_format
+    from crowdlearn.io.longform import _csv_header
+
+    fmt = detect_format(path)
+    if fmt == "csv":
+        return _csv_header(path, "\t" if path.suffix.lower() == ".tsv" else ",")
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        files = [path] if path.is_file() else sorted(path.glob("*.parquet"))
+        return list(pq.read_schema(files[0]).names) if files else []
+    return []
+
+
+def _require(frame: pd.DataFrame, names: Mapping[str, str | None], kind: str) -> None:
+    missing = [f"{role} ({name})" for role, name in names.items() if name and name not in frame]
+    if missing:
+        raise CrowdDataError(
+            f"reading {kind} answers: missing column(s) {', '.join(missing)}; the columns are "
+            f"{', '.join(map(str, frame.columns[:20]))}; name them with --columns "
+            f"ROLE=COLUMN (Python: columns={{...}})"
+        )
+
+
+def _per_task(
+    frame: pd.DataFrame,
+    kind: str,
+    mapping: Mapping[str, str | None],
+    truth_column: str | None,
+    sep: str | None,
+    order: Sequence[Any] | None,
+    duplicates: str,
+) -> Any:
+    from crowdlearn.data import LabelSets, Ratings
+
+    found = resolve_columns(
+        [str(c) for c in frame.columns],
+        {k: v for k, v in mapping.items() if k in ("task", "worker", "label", "truth")},
+        truth="truth",
+        truth_column=truth_column,
+    )
+    roles = {"task": found.task, "worker": found.worker, "label": found.label}
+    if found.worker is None:
+        raise CrowdDataError(f"{kind} answers need a worker column")
+    _require(frame, {**roles, "truth": found.truth}, kind)
+    truth = None
+    if found.truth is not None:
+        per_task = frame[[found.task, found.truth]].dropna()
+        truth = dict(
+            zip(per_task[found.task].tolist(), per_task[found.truth].tolist(), strict=True)
+        )
+    if kind == "multilabel":
+        return LabelSets.from_frame(
+            frame,
+            found.task,
+            found.worker,  # type: ignore[arg-type]
+            found.label,
+            sep=sep,
+            truth=truth,
+            duplicates=duplicates,
+        )
+    return Ratings.from_frame(
+        frame,
+        found.task,
+        found.worker,  # type: ignore[arg-type]
+        found.label,
+        order=order,
+        truth=truth,
+        duplicates=duplicates,
+    )
+
+
+def _comparisons(
+    frame: pd.DataFrame,
+    mapping: Mapping[str, str | None],
+    truth_column: str | None,
+    tie: Any,
+) -> Any:
+    from crowdlearn.data import Comparisons
+
+    header = {str(c).lower(): str(c) for c in frame.columns}
+    names = {
+        role: mapping.get(role) or header.get(role, role)
+        for role in ("worker", "left", "right", "label")
+    }
+    if "worker" not in mapping and names["worker"] not in frame:
+        for spelling in ("annotator", "user", "worker_id", "annotator_id", "performer"):
+            if spelling in header:
+                names["worker"] = header[spelling]
+                break
+    _require(frame, names, "comparison")
+    if truth_column is not None or mapping.get("truth"):
+        raise CrowdDataError(
+            "comparisons take no truth column (their truth is a score per item, not per row)"
+        )
+    return Comparisons.from_frame(
+        frame, names["worker"], names["left"], names["right"], names["label"], tie=tie
+    )

@@ -1,0 +1,145 @@
+"""The HTML report of label sets, ratings and comparisons.
+
+One page, built like the categorical report (same style, tables and inlined figures,
+nothing fetched): a summary of the data, the kind's default aggregation (its first rows),
+the per-class, per-value or per-item view that the kind calls for, and the worker table
+of the kind's scores (``crowdlearn.identify.<kind>.worker_scores``), capped by
+:class:`~crowdlearn.report.ReportLimits`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from crowdlearn.report._html import esc, image, page, table
+
+#: The aggregation package of each kind.
+_PACKAGES = {
+    "multilabel": "crowdlearn.aggregation.label_sets",
+    "rating": "crowdlearn.aggregation.ratings",
+    "comparison": "crowdlearn.aggregation.comparisons",
+}
+#: Rows of the worker and task tables without ``limits``.
+_DEFAULT_ROWS = 200
+_TITLES = {"multilabel": "Label sets", "rating": "Ratings", "comparison": "Pairwise comparisons"}
+
+
+def _workload_figure(counts: np.ndarray, what: str) -> Any:
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(5, 3))
+    axes = figure.subplots()
+    axes.hist(counts, bins=min(30, max(int(counts.max()) if len(counts) else 1, 1)))
+    axes.set_xlabel(f"{what} per worker")
+    axes.set_ylabel("workers")
+    return figure
+
+
+def _values_figure(values: np.ndarray, xlabel: str) -> Any:
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(5, 3))
+    axes = figure.subplots()
+    axes.hist(values[np.isfinite(values)], bins=30)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel("count")
+    return figure
+
+
+def _capped(frame: pd.DataFrame, rows: int, notes: list[str], what: str) -> pd.DataFrame:
+    if len(frame) > rows:
+        notes.append(f"the {what} table shows {rows} of {len(frame)} rows")
+        return frame.head(rows)
+    return frame
+
+
+def build_kind_report(
+    data: Any, title: str | None = None, limits: Any = None, strategy: str | None = None
+) -> str:
+    """The HTML text of the report on label sets, ratings or comparisons.
+
+    Parameters
+    ----------
+    data : LabelSets, Ratings or Comparisons
+    title : str, optional
+    limits : ReportLimits, optional
+        Caps of the worker and task tables.
+    strategy : str, optional
+        The aggregation strategy shown (default: the kind's default strategy).
+    """
+    worker_rows = getattr(limits, "worker_rows", _DEFAULT_ROWS)
+    task_rows = getattr(limits, "task_rows", _DEFAULT_ROWS)
+    kind = data.kind
+    title = title or "crowdlearn report"
+    aggregation = importlib.import_module(_PACKAGES[kind])
+    identify = importlib.import_module(_PACKAGES[kind].replace(".aggregation.", ".identify."))
+    strategy = strategy or aggregation.DEFAULT_STRATEGY
+    model = aggregation.make_aggregator(strategy).fit(data)
+    notes: list[str] = []
+    counts = np.bincount(data.worker, minlength=data.n_workers)
+    summary = [("kind", _TITLES[kind]), ("workers", data.n_workers)]
+    sections = []
+    if kind == "comparison":
+        summary += [("items", data.n_items), ("comparisons", data.n_annotations)]
+        scores = pd.DataFrame({"item": data.item_ids, "score": np.asarray(model.scores_)})
+        scores = scores.sort_values("score", ascending=False, kind="stable")
+        seen = np.bincount(np.concatenate([data.left, data.right]), minlength=data.n_items)
+        scores["comparisons"] = seen[scores.index.to_numpy()]
+        top = _capped(scores, task_rows, notes, "item")
+        sections.append(
+            f'<h2 id="result">Items by score ({esc(strategy)})</h2>'
+            + table(top.reset_index(drop=True))
+            + image(_values_figure(np.asarray(model.scores_), "score"), "score histogram")
+        )
+    else:
+        summary += [("tasks", data.n_tasks), ("answers", data.n_annotations)]
+        if kind == "multilabel":
+            chosen = np.asarray(data.answers, dtype=np.float64).mean(axis=0)
+            per_class = pd.DataFrame(
+                {
+                    "class": [str(c) for c in data.classes],
+                    "share of answers selecting it": chosen,
+                    f"tasks labelled ({strategy})": np.asarray(model.labels_).sum(axis=0),
+                }
+            )
+            empty = float(np.mean(~np.asarray(data.answers).any(axis=1)))
+            summary.append(("empty answers ('none of these')", f"{empty:.3f}"))
+            sections.append(f'<h2 id="result">Classes ({esc(strategy)})</h2>' + table(per_class))
+        else:
+            values = np.asarray(model.values_, dtype=np.float64)
+            xlabel = "rank in the declared order" if data.levels is not None else "value"
+            sections.append(
+                f'<h2 id="result">Aggregated ratings ({esc(strategy)})</h2>'
+                + image(_values_figure(values, xlabel), "histogram of the aggregated ratings")
+            )
+        tasks = pd.DataFrame({"task": data.task_ids, **identify.task_scores(data)})
+        if len(tasks.columns) > 1:
+            tasks = tasks.sort_values(tasks.columns[1], ascending=False, kind="stable")
+        sections.append(
+            '<h2 id="tasks">Tasks</h2>'
+            + table(_capped(tasks, task_rows, notes, "task").reset_index(drop=True))
+        )
+    workers = pd.DataFrame({"worker": data.worker_ids, **identify.worker_scores(data)})
+    workers["answers"] = counts
+    workers = workers.sort_values("answers", ascending=False, kind="stable")
+    sections.append(
+        '<h2 id="workers">Workers</h2>'
+        + table(_capped(workers, worker_rows, notes, "worker").reset_index(drop=True))
+        + image(_workload_figure(counts, "answers"), "answers per worker")
+    )
+    summary_frame = pd.DataFrame(summary, columns=["", "value"]).astype(str)
+    header = [
+        f"<h1>{esc(title)}</h1>",
+        f'<p class="meta">{esc(repr(data))}; generated {dt.datetime.now():%Y-%m-%d %H:%M} '
+        "by crowdlearn.</p>",
+        '<h2 id="summary">Summary</h2>' + table(summary_frame, sortable=False),
+    ]
+    if notes:
+        items = "".join(f"<li>{esc(line)}</li>" for line in notes)
+        header.append(f'<div class="note" id="notes"><strong>Notes</strong><ul>{items}</ul></div>')
+    return page(title, "\n".join(header + sections))
