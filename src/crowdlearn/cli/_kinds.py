@@ -202,10 +202,14 @@ def detected_kind(data: str, engine: str) -> str:
     """The kind DATA's columns say (comparisons: a left/right pair), with a note."""
     from crowdlearn import datasets
     from crowdlearn.io import detect_kind
+    from crowdlearn.io._files import is_batch_source
     from crowdlearn.io.kinds import _header
+    from crowdlearn.io.platforms import recognise
 
     if engine == "dask" or data in datasets.list():
         return "class"
+    if is_batch_source(data) or recognise(data) is not None:
+        return platform_kind(data)
     require_input(data)
     from crowdlearn.io._dispatch import _with_default_columns
 
@@ -221,6 +225,16 @@ def detected_kind(data: str, engine: str) -> str:
             "columns; --kind chooses another kind)"
         )
     return kind
+
+
+def platform_kind(data: str) -> str:
+    """The kind of a platform export (label sets when its answers hold several choices),
+    or ``class`` for a batch of plain tables."""
+    from crowdlearn.io.platforms import _cached_export, recognise
+
+    if recognise(data) is None:
+        return "class"
+    return _cached_export(data).kind
 
 
 def check_kind_options(kind: str, sep: str | None, order: str | None, tie: str | None) -> None:

@@ -69,16 +69,21 @@ def notes_on_stderr() -> Iterator[None]:
     data warnings (ids that differ only by spaces, ``1`` and ``1.0`` as two classes) as
     one ``crowdlearn: warning: ...`` line; other warnings go to the usual handler."""
     from crowdlearn.data import ColumnsRecognizedWarning, CrowdDataWarning
+    from crowdlearn.io._files import ReadNoteWarning
 
     with warnings.catch_warnings():
         # "always": a note per read, even when the same code read before in this process.
         warnings.simplefilter("always", ColumnsRecognizedWarning)
+        warnings.simplefilter("always", ReadNoteWarning)
         previous = warnings.showwarning
 
         def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
             if isinstance(message, ColumnsRecognizedWarning):
                 described = ", ".join(f"{r}={n}" for r, n in message.columns.items())
                 note(f"crowdlearn: note: using columns {described}")
+                return
+            if isinstance(message, ReadNoteWarning):
+                note(f"crowdlearn: note: {message}")
                 return
             if isinstance(message, CrowdDataWarning):
                 text = " ".join(str(message).split())
@@ -111,11 +116,36 @@ def reading_options(command: Callable[..., Any]) -> Callable[..., Any]:
         help="Column of a long file holding each task's true label (default: 'truth' when "
         "present).",
     )
+    @click.option(
+        "--answer",
+        metavar="COLUMN",
+        help="A platform export's answer column (field) when it has several, e.g. "
+        "Answer.category (MTurk), OUTPUT:result (Toloka), a CrowdFlower job field.",
+    )
+    @click.option(
+        "--task-field",
+        metavar="COLUMN",
+        help="A platform export's column that identifies the task (e.g. Input.image_url "
+        "instead of MTurk's HITId).",
+    )
+    @click.option(
+        "--keep-rejected",
+        is_flag=True,
+        help="Keep a platform export's rejected assignments (MTurk, Toloka) and tainted "
+        "judgments (CrowdFlower), left out by default.",
+    )
     @functools.wraps(command)
     def wrapper(
-        *args: Any, columns: dict[str, str] | None, truth_column: str | None, **kwargs: Any
+        *args: Any,
+        columns: dict[str, str] | None,
+        truth_column: str | None,
+        answer: str | None,
+        task_field: str | None,
+        keep_rejected: bool,
+        **kwargs: Any,
     ) -> Any:
         from crowdlearn.io import default_columns
+        from crowdlearn.io.platforms import platform_options
 
         # The Dask engine reads Parquet with dask itself, not crowdlearn.io.read.
         if kwargs.get("engine") == "dask" and (columns or truth_column):
@@ -123,7 +153,11 @@ def reading_options(command: Callable[..., Any]) -> Callable[..., Any]:
                 "--columns and --truth-column are not supported with --engine dask; "
                 "name the Parquet columns task, worker, label"
             )
-        with default_columns(columns, truth_column), notes_on_stderr():
+        with (
+            default_columns(columns, truth_column),
+            platform_options(answer, task_field, keep_rejected),
+            notes_on_stderr(),
+        ):
             return command(*args, **kwargs)
 
     return wrapper

@@ -54,6 +54,17 @@ def _read_gold(path: str) -> pd.Series:
     return frame.set_index("task")[column]
 
 
+def _export_gold(data: str) -> pd.Series | None:
+    """The known answers a platform export marks (Toloka's GOLDEN:, Label Studio's
+    ground_truth, CrowdFlower's *_gold), or None."""
+    from crowdlearn import datasets
+    from crowdlearn.io.platforms import export_gold
+
+    if data in datasets.list():
+        return None
+    return export_gold(data)
+
+
 def _write_table(frame: pd.DataFrame, path: Path, output_format: str) -> Path:
     target = path.with_suffix(f".{output_format}")
     if output_format == "csv":
@@ -285,6 +296,11 @@ def aggregate(
             raise CrowdDataError(f"strategy {strategy!r} does not take gold labels")
         fit_options["gold"] = _read_gold(gold)
     crowd = load_crowd(data, duplicates=duplicates)
+    if gold is None and "gold" in inspect.signature(model.fit).parameters:
+        known = _export_gold(data)
+        if known is not None:
+            fit_options["gold"] = known
+            note(f"crowdlearn: note: gold: the export's known answers of {len(known)} task(s)")
     model.fit(crowd, **fit_options)
     tables = aggregation_outputs(model, crowd)
     names = ["labels", "probas"] + (["history"] if tables["history"] is not None else [])

@@ -39,9 +39,15 @@ def load_crowd(data: str, root: str | None = None, duplicates: str = "error") ->
         if crowd is None:
             raise CrowdDataError(f"dataset {data!r} has no crowd annotations")
         return crowd
-    require_input(data)
-    options = {} if detect_format(data) == "matrix" else {"duplicates": duplicates}
-    return read(data, **options)
+    from crowdlearn.io._files import is_batch_source
+
+    if not is_batch_source(data):
+        require_input(data)
+    try:
+        matrix = detect_format(data) == "matrix"
+    except CrowdDataError:  # a platform export (.jsonl), or a batch: read() tells
+        matrix = False
+    return read(data, **({} if matrix else {"duplicates": duplicates}))
 
 
 def _parse_prune(pairs: tuple[str, ...]) -> dict[str, float]:

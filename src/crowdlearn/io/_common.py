@@ -100,8 +100,10 @@ def about(path: str | os.PathLike[str]) -> Iterator[None]:
 def load_json(path: Path, **kwargs: Any) -> Any:
     """Parse a JSON file; malformed or truncated text is a :class:`CrowdDataError`
     naming the file, line and column."""
+    from crowdlearn.io._files import read_bytes
+
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bytes(path).decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise CrowdDataError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     if not text.strip():
@@ -208,3 +210,15 @@ def refuse_repeated_pairs(data: CrowdData, why: str) -> None:
             f"{plain(data.worker_ids[worker])}; {why} (build the data with "
             "duplicates='first' or 'last', or use CSV or Parquet)"
         )
+
+
+def typed_column(column: pa.ChunkedArray) -> Any:
+    """A column of text cells as a pandas Series, typed by :func:`parse_ids` when it has
+    no missing cell (else left as text)."""
+    import pandas as pd
+
+    array = column.combine_chunks()
+    present = array.drop_null()
+    if len(present) == len(array) and len(array):
+        return pd.Series(parse_ids(array).to_pandas())
+    return pd.Series(array.to_pandas())

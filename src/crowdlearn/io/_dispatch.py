@@ -13,6 +13,7 @@ import pandas as pd
 
 from crowdlearn.data import CrowdData, CrowdDataError
 from crowdlearn.io._common import as_path, existing_path, require_data
+from crowdlearn.io._files import compression, is_batch_source, logical_suffix
 from crowdlearn.io.longform import (
     PARQUET_SUFFIXES,
     read_csv,
@@ -83,12 +84,20 @@ def detect_format(path: str | os.PathLike[str]) -> str:
             f"{path}: cannot tell the format of this directory: it holds neither {ANSWERS} "
             f"nor *.parquet files; pass format= (one of {', '.join(FORMATS)})"
         )
-    fmt = _BY_SUFFIX.get(path.suffix.lower())
+    suffix = logical_suffix(path)
+    fmt = _BY_SUFFIX.get(suffix)
+    if compression(path) is not None and fmt not in (None, "csv", "peerannot"):
+        raise CrowdDataError(
+            f"{path}: a compressed {suffix} file; crowdlearn decompresses CSV, TSV and JSON "
+            f"files as it reads them, not {suffix} ones: decompress it first "
+            f"({_COMPRESSED[path.suffix.lower()]} {path})"
+        )
     if fmt is None and path.suffix.lower() in _COMPRESSED:
         tool = _COMPRESSED[path.suffix.lower()]
         raise CrowdDataError(
-            f"{path}: a compressed file ({path.suffix}); crowdlearn reads uncompressed "
-            f"files: decompress it first ({tool} {path})"
+            f"{path}: a compressed file ({path.suffix}) whose name does not say what it "
+            f"holds (e.g. crowd.csv{path.suffix}); decompress it first ({tool} {path}) or "
+            f"rename it"
         )
     if fmt is None:
         raise CrowdDataError(
@@ -106,7 +115,11 @@ def read(
     Parameters
     ----------
     source : str, path-like or DataFrame
-        A DataFrame is read with :meth:`CrowdData.from_frame` (crowd-kit's layout).
+        A DataFrame is read with :meth:`CrowdData.from_frame` (crowd-kit's layout). A
+        platform's export (Amazon Mechanical Turk, Toloka, CrowdFlower, Label Studio,
+        Prodigy) is recognised by its header and read by
+        :func:`crowdlearn.io.platforms.read_export`; a folder or glob of CSV/TSV batch
+        files is read as one table.
     format : str, optional
         One of :data:`FORMATS`; default told by :func:`detect_format`.
     **kwargs
@@ -119,6 +132,21 @@ def read(
     """
     if isinstance(source, pd.DataFrame):
         return CrowdData.from_frame(source, **_with_default_columns(kwargs))
+    if format is None:
+        from crowdlearn.io.platforms import batch_frame, platform_data, with_batch_rows
+
+        data = platform_data(source, "class", duplicates=kwargs.get("duplicates", "error"))
+        if data is not None:
+            return data
+        if is_batch_source(source):
+            frame, place = batch_frame(source)
+            options = _with_default_columns(kwargs)
+            with with_batch_rows(source, place):
+                return CrowdData.from_frame(
+                    frame,
+                    columns=options.get("columns"),
+                    duplicates=options.get("duplicates", "error"),
+                )
     path = existing_path(source)
     fmt = _checked(format) if format is not None else detect_format(path)
     if fmt in ("csv", "parquet"):

@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
 
 from crowdlearn.data import CrowdDataError
 from crowdlearn.data._headers import check_mapping, resolve_columns
-from crowdlearn.io._common import about, existing_path, parse_ids
+from crowdlearn.io._common import about, existing_path, typed_column
+from crowdlearn.io._files import is_batch_source, sniff_delimiter
+from crowdlearn.io.platforms import batch_frame, platform_data, with_batch_rows
 
 #: The kinds of answer, by their ``--kind`` name.
 KINDS = ("class", "multilabel", "rating", "comparison")
@@ -60,10 +61,12 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     fmt = detect_format(path)
     with about(path):
         if fmt == "csv":
-            sep = "\t" if path.suffix.lower() == ".tsv" else ","
+            sep = sniff_delimiter(path)
             header = _csv_header(path, sep)
             table = _read_csv_table(path, sep, header)
-            frame = pd.DataFrame({name: _typed(table.column(name)) for name in table.column_names})
+            frame = pd.DataFrame(
+                {name: typed_column(table.column(name)) for name in table.column_names}
+            )
         elif fmt == "parquet":
             frame = pd.read_parquet(path)
         else:
@@ -72,14 +75,6 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
                 f"or Parquet tables, not from the {fmt} format"
             )
     return frame
-
-
-def _typed(column: pa.ChunkedArray) -> pd.Series:
-    array = column.combine_chunks()
-    present = array.drop_null()
-    if len(present) == len(array) and len(array):
-        return pd.Series(parse_ids(array).to_pandas())
-    return pd.Series(array.to_pandas())
 
 
 def read_kind(
@@ -129,6 +124,24 @@ def read_kind(
         raise CrowdDataError(f"unknown kind {kind!r}; the kinds are {', '.join(KINDS)}")
     if isinstance(source, pd.DataFrame):
         frame = source
+    elif (
+        kind != "comparison"
+        and (data := platform_data(source, kind, order=order, duplicates=duplicates)) is not None
+    ):
+        return data
+    elif is_batch_source(source):
+        frame, place = batch_frame(source)
+        with with_batch_rows(source, place):
+            return read_kind(
+                frame,
+                kind,
+                columns=columns,
+                truth_column=truth_column,
+                sep=sep,
+                order=order,
+                tie=tie,
+                duplicates=duplicates,
+            )
     else:
         path = existing_path(source)
         if kind in (None, "class"):
@@ -160,7 +173,7 @@ def _header(path: Path) -> list[str]:
 
     fmt = detect_format(path)
     if fmt == "csv":
-        return _csv_header(path, "\t" if path.suffix.lower() == ".tsv" else ",")
+        return _csv_header(path, sniff_delimiter(path))
     if fmt == "parquet":
         import pyarrow.parquet as pq
 

@@ -48,6 +48,7 @@ from crowdlearn.io._common import (
     json_ids,
     require_data,
 )
+from crowdlearn.io._files import open_binary, open_text, sniff_delimiter
 
 #: Schema metadata key of the JSON document written by :func:`write_parquet`.
 METADATA_KEY = b"crowdlearn"
@@ -108,7 +109,9 @@ def read_csv(
         Column holding the true class of each row's task, used when present; all rows
         of a task must agree, and an empty cell means unknown. None ignores it.
     sep : str, optional
-        Field separator; default tab for ``.tsv`` files, comma otherwise.
+        Field separator; default tab for ``.tsv`` files, else the comma, semicolon,
+        tab or pipe that the header line holds most of (with a note when not the comma).
+        Files ending in ``.gz``, ``.bz2``, ``.xz`` or ``.zst`` are decompressed as read.
     classes : sequence, optional
         Declared classes in code order (unused classes are kept); a cell matches a
         declared class when it equals its text (``str(class)``).
@@ -136,9 +139,8 @@ def read_csv(
         rows, counted from 0 after the header) or invalid data.
     """
     path = existing_path(path)
-    if sep is None:
-        sep = "\t" if path.suffix.lower() == ".tsv" else ","
     with about(path):
+        sep = sniff_delimiter(path, sep)
         header = _csv_header(path, sep)
         found = _resolve(header, columns, task, worker, label, truth, truth_column)
         task, worker, label, truth = found.task, found.worker, found.label, found.truth
@@ -207,7 +209,7 @@ def _texts(ids: np.ndarray, codes: np.ndarray) -> np.ndarray:
 
 def _csv_header(path: Path, sep: str) -> list[str]:
     try:
-        with open(path, encoding="utf-8-sig", newline="") as handle:
+        with open_text(path) as handle:
             header = next(csv.reader(handle, delimiter=sep), None)
     except UnicodeDecodeError as exc:
         raise CrowdDataError(f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
@@ -243,8 +245,13 @@ def _read_csv_table(path: Path, sep: str, columns: list[str]) -> pa.Table:
 
 
 def _arrow_csv(path: Path, sep: str, columns: list[str], block: int) -> pa.Table:
+    with open_binary(path) as stream:
+        return _arrow_csv_stream(stream, sep, columns, block)
+
+
+def _arrow_csv_stream(stream: Any, sep: str, columns: list[str], block: int) -> pa.Table:
     return pa_csv.read_csv(
-        path,
+        stream,
         read_options=pa_csv.ReadOptions(block_size=block),
         parse_options=pa_csv.ParseOptions(delimiter=sep, newlines_in_values=True),
         convert_options=pa_csv.ConvertOptions(
@@ -261,7 +268,7 @@ def _ragged_line(path: Path, sep: str) -> int | None:
     """The line number of the first row whose field count differs from the header's
     (Arrow's parse errors show the row but not where it is); None if there is none."""
     try:
-        with open(path, encoding="utf-8-sig", newline="") as handle:
+        with open_text(path) as handle:
             reader = csv.reader(handle, delimiter=sep)
             header = next(reader, [])
             for row in reader:
