@@ -10,6 +10,7 @@ try:
         datasets,
         demo,
         identify,
+        inspect,
         learn,
         report,
         simulate,

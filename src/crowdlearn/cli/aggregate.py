@@ -54,6 +54,42 @@ def _read_gold(path: str) -> pd.Series:
     return frame.set_index("task")[column]
 
 
+def _write_back(
+    platforms: tuple[str, ...],
+    folder: Path,
+    data: str,
+    task_ids: Any,
+    labels: Any,
+    scores: Any,
+) -> list[str]:
+    """The labels in the platforms' import files (see ``crowdlearn.io.platforms.write``)."""
+    from crowdlearn import datasets
+    from crowdlearn.io.platforms import _cached_export, recognise
+    from crowdlearn.io.platforms import write as back
+
+    if not platforms:
+        return []
+    export = None
+    if data not in datasets.list() and recognise(data) is not None:
+        export = _cached_export(data)
+    written = []
+    labels, scores = list(labels), [float(s) for s in scores]
+    if "labelstudio" in platforms:
+        from_name, to_name = back.label_studio_names(export)
+        items = export.items if export is not None and export.platform == "labelstudio" else None
+        tasks = back.label_studio_predictions(
+            list(task_ids), labels, scores, from_name=from_name, to_name=to_name, items=items
+        )
+        back.write_label_studio_predictions(folder / "labelstudio-predictions.json", tasks)
+        written.append("labelstudio-predictions.json")
+    if "toloka" in platforms:
+        table = back.toloka_results(list(task_ids), labels, scores, export=export)
+        with atomic_open(folder / "toloka-results.tsv") as handle:
+            table.to_csv(handle, sep="\t", index=False)
+        written.append("toloka-results.tsv")
+    return written
+
+
 def _export_gold(data: str) -> pd.Series | None:
     """The known answers a platform export marks (Toloka's GOLDEN:, Label Studio's
     ground_truth, CrowdFlower's *_gold), or None."""
@@ -145,6 +181,15 @@ def aggregation_outputs(model: Any, data: CrowdData) -> dict[str, Any]:
 )
 @kind_options
 @click.option(
+    "--write-back",
+    "write_back",
+    type=click.Choice(["labelstudio", "toloka"]),
+    multiple=True,
+    help="Also write the labels for the platform to import (repeatable): "
+    "labelstudio-predictions.json (Label Studio tasks with predictions) or "
+    "toloka-results.tsv (INPUT:, OUTPUT:, CONFIDENCE: columns).",
+)
+@click.option(
     "--param",
     "params",
     multiple=True,
@@ -211,6 +256,7 @@ def aggregate(
     sep: str | None,
     order: str | None,
     tie: str | None,
+    write_back: tuple[str, ...],
     params: tuple[str, ...],
     output: str | None,
     output_format: str,
@@ -310,8 +356,16 @@ def aggregate(
         for name in ("workers", "summary"):
             with atomic_open(out.staged / f"{name}.json") as handle:
                 json.dump(tables[name], handle, indent=1)
+        back = _write_back(
+            write_back,
+            out.staged,
+            data,
+            crowd.task_ids,
+            crowd.classes[model.labels_],
+            model.probas_.max(axis=1),
+        )
     written = [f"{name}.{output_format}" for name in names] + ["workers.json", "summary.json"]
-    click.echo(f"{strategy}: {crowd} -> {output}: {', '.join(written)}")
+    click.echo(f"{strategy}: {crowd} -> {output}: {', '.join(written + back)}")
 
 
 def _list_strategies(kind: str | None) -> None:
@@ -341,6 +395,7 @@ def _aggregate_kind(
     sep: str | None,
     order: str | None,
     tie: str | None,
+    write_back: tuple[str, ...] = (),
 ) -> None:
     """Label sets, ratings or comparisons: read, fit the kind's strategy, write its tables."""
     import crowdlearn.cli._kinds as _kinds
@@ -349,6 +404,10 @@ def _aggregate_kind(
         raise CrowdDataError(f"--engine dask aggregates classes only, not {_kinds.NOUNS[kind]}")
     if gold is not None:
         raise CrowdDataError(f"--gold is not supported for {_kinds.NOUNS[kind]}")
+    if write_back and kind != "multilabel":
+        raise CrowdDataError(
+            f"--write-back writes classes and label sets, not {_kinds.NOUNS[kind]}"
+        )
     model = _kinds.make(kind, strategy, _parse_params(params))
     outputs = Outputs(overwrite, reads=[data])
     out = outputs.folder(output)
@@ -356,14 +415,22 @@ def _aggregate_kind(
     model.fit(answers)
     tables = _kinds.tables(kind, model, answers)
     names = [name for name in ("labels", "probas", "scores") if name in tables]
+    back: list[str] = []
     with outputs:
         for name in names:
             _write_table(tables[name], out.staged / name, output_format)
         for name in ("workers", "summary"):
             with atomic_open(out.staged / f"{name}.json") as handle:
                 json.dump(tables[name], handle, indent=1)
+        if write_back:
+            probas = np.asarray(model.probas_, dtype=np.float64)
+            chosen = np.asarray(model.labels_, dtype=bool)
+            sets = [answers.classes[row].tolist() for row in chosen]
+            # a set's confidence: the mean over classes of the probability of its decision
+            confidence = np.where(chosen, probas, 1 - probas).mean(axis=1)
+            back = _write_back(write_back, out.staged, data, answers.task_ids, sets, confidence)
     written = [f"{name}.{output_format}" for name in names] + ["workers.json", "summary.json"]
-    click.echo(f"{strategy}: {answers} -> {output}: {', '.join(written)}")
+    click.echo(f"{strategy}: {answers} -> {output}: {', '.join(written + back)}")
 
 
 def _aggregate_dask(

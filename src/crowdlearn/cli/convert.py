@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 import click
 
+import crowdlearn.cli._kinds as _kinds
 from crowdlearn.cli._app import cli
 from crowdlearn.cli._output import Outputs
 from crowdlearn.cli._reading import reading_options
@@ -47,17 +49,51 @@ def convert(
     overwrite: bool,
 ) -> None:
     """Convert crowd data SOURCE to OUTPUT (long CSV/Parquet, peerannot folder, matrix)."""
+    from crowdlearn.data import CrowdDataError
     from crowdlearn.io import detect_format, read
 
     outputs = Outputs(overwrite, reads=[source])
+    if source_format is None and _kinds.platform_kind(source) == "multilabel":
+        _convert_label_sets(source, output, target_format, duplicates, outputs)
+        return
     write_to = declare_data_output(outputs, output, target_format, "--to")
-    options = (
-        {} if (source_format or detect_format(source)) == "matrix" else {"duplicates": duplicates}
-    )  # an answer matrix cannot hold a pair twice
+    try:
+        matrix = (source_format or detect_format(source)) == "matrix"
+    except CrowdDataError:  # a platform export (.jsonl) or a batch: read() tells
+        matrix = False
+    options = {} if matrix else {"duplicates": duplicates}  # a matrix has no repeated pair
     data = read(source, format=source_format, **options)
     with outputs:
         write_to(data)
     click.echo(f"{data} -> {output}")
+
+
+def _convert_label_sets(
+    source: str, output: str, target_format: str | None, duplicates: str, outputs: Outputs
+) -> None:
+    """A platform export of label sets as a long CSV: task, worker, label (a JSON list),
+    which ``--kind multilabel`` reads back."""
+    from pathlib import Path
+
+    from crowdlearn._atomic import atomic_open
+    from crowdlearn.data import CrowdDataError
+
+    if (target_format or Path(output).suffix.lstrip(".").lower()) not in ("csv", "tsv"):
+        raise CrowdDataError(
+            f"{source} holds label sets, written as a long CSV file (task, worker, label as a "
+            "JSON list); give an output ending in .csv"
+        )
+    file = outputs.file(output)
+    answers = _kinds.read_answers(source, "multilabel", None, None, None, duplicates)
+    frame = answers.to_frame()
+    frame["label"] = [json.dumps(list(map(_plain, labels))) for labels in frame["label"]]
+    with outputs, atomic_open(file.staged) as handle:
+        frame.to_csv(handle, index=False, sep="\t" if output.endswith(".tsv") else ",")
+    click.echo(f"{answers} -> {output}")
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value
 
 
 def declare_data_output(

@@ -43,6 +43,7 @@ def _annotator(value: Any) -> Any:
 def _label_studio_full(tasks: list[dict]) -> PlatformExport:
     rows: list[tuple[Any, Any, list[Any], bool]] = []
     cancelled = no_choice = 0
+    names: dict[str, str] = {}  # the choices control's from_name / to_name
     items = {}
     for position, entry in enumerate(tasks):
         task_id = entry.get("id", position)
@@ -51,12 +52,12 @@ def _label_studio_full(tasks: list[dict]) -> PlatformExport:
             if annotation.get("was_cancelled"):
                 cancelled += 1
                 continue
-            choices = [
-                choice
-                for result in annotation.get("result") or []
-                if isinstance(result, dict)
-                for choice in (result.get("value") or {}).get("choices") or []
-            ]
+            results = [r for r in annotation.get("result") or [] if isinstance(r, dict)]
+            choices = [c for r in results for c in (r.get("value") or {}).get("choices") or []]
+            for result in results:
+                if (result.get("value") or {}).get("choices") and "from_name" in result:
+                    names.setdefault("from_name", result["from_name"])
+                    names.setdefault("to_name", result.get("to_name", ""))
             if not choices:
                 no_choice += 1
                 continue
@@ -82,6 +83,7 @@ def _label_studio_full(tasks: list[dict]) -> PlatformExport:
         "task": "id",
         "worker": "annotations[].completed_by",
         "label": "result[].value.choices",
+        **names,
     }
     frame = pd.DataFrame.from_dict(items, orient="index") if items else None
     return PlatformExport("labelstudio", _typed_ids(answers), kind, roles, left_out, frame)
