@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import csv
 import os
 import re
 from collections.abc import Iterator
@@ -45,8 +44,6 @@ def _read_tables(source: str | os.PathLike[str]) -> tuple[pd.DataFrame, Any]:
                     dtype=str,
                     keep_default_na=False,
                     na_values=[],
-                    # tab-separated exports (Toloka) do not quote: a " is text
-                    quoting=csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL,
                 )
         except (ValueError, UnicodeDecodeError) as error:
             raise CrowdDataError(f"{path}: cannot parse the file as CSV: {error}") from None

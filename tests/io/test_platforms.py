@@ -1,0 +1,216 @@
+"""Platform exports read as they come (files in tests/io/platform_files, written by hand
+to each platform's documented layout), compressed files, delimiters and batches."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import lzma
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from crowdlearn.data import CrowdData, CrowdDataError, LabelSets
+from crowdlearn.io import read, read_kind
+from crowdlearn.io._files import ReadNoteWarning, sniff_delimiter
+from crowdlearn.io.platforms import export_gold, read_export, recognise
+from crowdlearn.io.platforms.write import label_studio_predictions, toloka_results
+
+FILES = Path(__file__).parent / "platform_files"
+
+
+def notes(function, *args, **kwargs):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = function(*args, **kwargs)
+    return result, [str(w.message) for w in caught if issubclass(w.category, ReadNoteWarning)]
+
+
+@pytest.mark.parametrize(
+    ("name", "platform"),
+    [
+        ("mturk.csv", "mturk"),
+        ("toloka.tsv", "toloka"),
+        ("labelstudio.json", "labelstudio"),
+        ("labelstudio-min.json", "labelstudio"),
+        ("prodigy.jsonl", "prodigy"),
+        ("crowdflower", "crowdflower"),
+    ],
+)
+def test_each_export_is_recognised_by_its_header(name, platform):
+    assert recognise(FILES / name) == platform
+
+
+def test_plain_tables_are_no_platform(tmp_path):
+    path = tmp_path / "crowd.csv"
+    path.write_text("task,worker,label\n1,a,x\n")
+    assert recognise(path) is None
+    assert recognise(FILES / "nothing-here.csv") is None
+
+
+def test_mturk_leaves_rejected_assignments_out_and_says_so():
+    data, said = notes(read, FILES / "mturk.csv")
+    assert isinstance(data, CrowdData)
+    assert data.n_annotations == 4  # 5 assignments, 1 rejected
+    assert list(data.worker_ids) == ["W1", "W2"]
+    assert any("Mechanical Turk" in n and "1 rejected" in n for n in said)
+    frame = data.to_frame().set_index(["task", "worker"])["label"]
+    assert frame[("H1", "W1")] == "cat" and frame[("H2", "W1")] == "dog"
+
+
+def test_mturk_keeps_rejected_and_takes_another_task_column_when_asked():
+    export = read_export(FILES / "mturk.csv", keep_rejected=True, task="Input.image_url")
+    assert len(export.answers) == 5
+    assert set(export.answers["task"]) == {"http://x/1.jpg", "http://x/2.jpg"}
+
+
+def test_several_answer_columns_are_named_and_one_is_chosen(tmp_path):
+    path = tmp_path / "batch.csv"
+    path.write_text(
+        "HITId,WorkerId,AssignmentStatus,Answer.animal,Answer.comment\n"
+        "H1,W1,Approved,cat,nice\nH1,W2,Approved,dog,\n"
+    )
+    with pytest.raises(CrowdDataError, match=r"Answer\.animal, Answer\.comment.*--answer"):
+        read_export(path)
+    export = read_export(path, answer="Answer.animal")
+    assert export.answers["label"].tolist() == ["cat", "dog"]
+
+
+def test_toloka_reads_golden_answers_as_gold_and_leaves_rejected_out():
+    data, said = notes(read, FILES / "toloka.tsv")
+    assert data.n_annotations == 3
+    assert export_gold(FILES / "toloka.tsv").to_dict() == {"http://a/2.png": "no"}
+    assert any("GOLDEN:result" in n for n in said)
+
+
+def test_crowdflower_batches_are_one_dataset_of_label_sets_without_tainted_rows():
+    export, said = notes(read_export, FILES / "crowdflower")
+    assert export.kind == "multilabel"
+    assert export.roles["label"] == "relation"  # the one field that varies within a unit
+    assert export.left_out == {"tainted judgments (--keep-rejected keeps them)": 1}
+    assert any("2 batch files" in n for n in said)
+    sets = read_kind(FILES / "crowdflower")
+    assert isinstance(sets, LabelSets)
+    assert list(sets.classes) == ["CAUSES", "NONE", "SYMPTOM"]
+    first = sets.answers[
+        (sets.task_ids[sets.task] == 501) & (sets.worker_ids[sets.worker] == "w1")
+    ]
+    assert first.tolist() == [[True, False, True]]
+    assert list(export.items.columns) == ["sentence"]
+    with pytest.raises(CrowdDataError, match="label sets"):
+        read(FILES / "crowdflower")
+
+
+def test_label_studio_json_leaves_cancelled_out_and_keeps_the_data_fields():
+    export = read_export(FILES / "labelstudio.json")
+    assert export.left_out == {"cancelled annotations": 1}
+    # a mix of numeric ids and e-mails: all text, by the readers' rule
+    assert export.answers["worker"].tolist() == ["1", "a@b.c", "2"]
+    assert export.items.loc[2, "text"] == "bad movie"
+    assert export.roles["from_name"] == "sentiment"
+
+
+def test_label_studio_json_min_reads_single_and_multiple_choices():
+    sets = read_kind(FILES / "labelstudio-min.json")
+    assert isinstance(sets, LabelSets)
+    assert list(sets.classes) == ["Negative", "Neutral", "Positive"]
+    assert sets.answers.sum(axis=1).tolist() == [1, 1, 2]
+
+
+def test_prodigy_choice_answers_leave_ignored_examples_out():
+    export = read_export(FILES / "prodigy.jsonl")
+    assert export.left_out == {"ignored examples": 1}
+    assert sorted(export.answers["label"]) == ["NEG", "POS", "POS"]
+
+
+def test_compressed_csv_reads_like_the_plain_file(tmp_path):
+    text = "task,worker,label\n1,a,x\n1,b,y\n2,a,y\n"
+    plain = tmp_path / "crowd.csv"
+    plain.write_text(text)
+    expected = read(plain)
+    (tmp_path / "crowd.csv.gz").write_bytes(gzip.compress(text.encode()))
+    (tmp_path / "crowd.csv.xz").write_bytes(lzma.compress(text.encode()))
+    with pa.output_stream(str(tmp_path / "crowd.csv.zst"), compression="zstd") as out:
+        out.write(text.encode())
+    with pa.output_stream(str(tmp_path / "crowd.csv.bz2"), compression="bz2") as out:
+        out.write(text.encode())
+    for ending in ("gz", "xz", "zst", "bz2"):
+        assert read(tmp_path / f"crowd.csv.{ending}") == expected, ending
+
+
+def test_a_compressed_platform_export_is_recognised(tmp_path):
+    target = tmp_path / "toloka.tsv.gz"
+    target.write_bytes(gzip.compress((FILES / "toloka.tsv").read_bytes()))
+    assert recognise(target) == "toloka"
+    assert read(target).n_annotations == 3
+
+
+@pytest.mark.parametrize("delimiter", [";", "|", "\t"])
+def test_the_delimiter_is_sniffed_with_a_note(tmp_path, delimiter):
+    path = tmp_path / "crowd.csv"
+    rows = [["task", "worker", "label"], ["1", "a", "x,y"], ["2", "b", "y"]]
+    path.write_text("\n".join(delimiter.join(r) for r in rows) + "\n")
+    data, said = notes(read, path)
+    assert sorted(data.classes.tolist()) == ["x,y", "y"]
+    assert said and "separated by" in said[0]
+    plain = tmp_path / "plain.csv"
+    plain.write_text('task,worker,label\n1,a,"x;y;z"\n')
+    assert notes(sniff_delimiter, plain) == (",", [])
+
+
+def test_a_glob_of_plain_batches_is_one_table_and_errors_name_the_file(tmp_path):
+    (tmp_path / "b1.csv").write_text("task,worker,label\n1,a,x\n1,b,y\n")
+    (tmp_path / "b2.csv").write_text("task,worker,label\n2,a,y\n1,a,x\n")
+    with pytest.raises(CrowdDataError, match=r"b1\.csv row 0.*b2\.csv row 1|b2\.csv row 1"):
+        read(str(tmp_path / "b*.csv"))
+    (tmp_path / "b2.csv").write_text("task,worker,label\n2,a,y\n")
+    data = read(str(tmp_path / "b*.csv"))
+    assert data.n_annotations == 3 and data.task_ids.dtype.kind == "i"
+    assert read(tmp_path) == data
+
+
+def test_write_back_files_follow_the_platforms_import_layouts():
+    tasks = label_studio_predictions(
+        [1, 2], ["cat", ["a", "b"]], [0.9, float("nan")], from_name="f", to_name="t"
+    )
+    assert json.loads(json.dumps(tasks))[1]["predictions"][0] == {
+        "model_version": "crowdlearn",
+        "score": None,
+        "result": [{"from_name": "f", "to_name": "t", "type": "choices",
+                    "value": {"choices": ["a", "b"]}}],
+    }  # fmt: skip
+    export = read_export(FILES / "toloka.tsv")
+    table = toloka_results(["u1"], ["yes"], [0.75], export=export)
+    assert list(table.columns) == ["INPUT:image", "OUTPUT:result", "CONFIDENCE:result"]
+    assert table.iloc[0].tolist() == ["u1", "yes", 0.75]
+
+
+def test_the_real_crowdflower_report_reads_as_its_provenance_counts(shared_datasets):
+    folder = shared_datasets / "crowdtruth_medical_relex" / "raw_RelEx"
+    export = read_export(folder, answer="step_1_select_the_valid_relations")
+    assert export.kind == "multilabel"
+    assert len(export.answers) == 50962
+    assert export.answers["task"].nunique() == 3397
+    assert len({c for s in export.answers["label"] for c in s}) == 14
+
+
+def test_the_real_toloka_export_reads_every_assignment(shared_datasets):
+    path = shared_datasets / "crowdspeech" / "crowdspeech-dev-clean-crowd.tsv"
+    export = read_export(path)
+    assert export.platform == "toloka" and export.kind == "class"
+    # 624 transcriptions hold line breaks inside quotes: a line count (19577, the
+    # PROVENANCE's) splits them, the CSV rules (Python's csv module) do not
+    with path.open(newline="") as handle:
+        total = sum(1 for _ in csv.reader(handle, delimiter="\t")) - 1
+    assert len(export.answers) + export.left_out.get("empty answers", 0) == total == 18921
+    assert np.all(export.answers["task"].str.startswith("https://"))
+
+
+def test_copying_a_folder_of_batches_keeps_its_reading(tmp_path):
+    shutil.copytree(FILES / "crowdflower", tmp_path / "cf")
+    assert read_kind(tmp_path / "cf") == read_kind(FILES / "crowdflower")
