@@ -12,6 +12,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pytest
 
@@ -214,3 +215,15 @@ def test_the_real_toloka_export_reads_every_assignment(shared_datasets):
 def test_copying_a_folder_of_batches_keeps_its_reading(tmp_path):
     shutil.copytree(FILES / "crowdflower", tmp_path / "cf")
     assert read_kind(tmp_path / "cf") == read_kind(FILES / "crowdflower")
+
+
+def test_an_xlsx_sheet_reads_like_the_csv_and_a_platform_export_in_excel(tmp_path):
+    pytest.importorskip("openpyxl")
+    frame = pd.DataFrame({"task": [1, 1, 2], "worker": ["a", "b", "a"], "label": ["x", "y", "y"]})
+    frame.to_excel(tmp_path / "crowd.xlsx", index=False)
+    frame.to_csv(tmp_path / "crowd.csv", index=False)
+    assert read(tmp_path / "crowd.xlsx") == read(tmp_path / "crowd.csv")
+    mturk = pd.read_csv(FILES / "mturk.csv", dtype=str)
+    mturk.to_excel(tmp_path / "results.xlsx", index=False)
+    assert recognise(tmp_path / "results.xlsx") == "mturk"
+    assert read(tmp_path / "results.xlsx") == read(FILES / "mturk.csv")

@@ -138,7 +138,7 @@ def read(
         data = platform_data(source, "class", duplicates=kwargs.get("duplicates", "error"))
         if data is not None:
             return data
-        if is_batch_source(source):
+        if is_batch_source(source) or logical_suffix(source) == ".xlsx":
             frame, place = batch_frame(source)
             options = _with_default_columns(kwargs)
             with with_batch_rows(source, place):

@@ -24,7 +24,7 @@ import pandas as pd
 from crowdlearn.data import CrowdDataError
 from crowdlearn.data._headers import check_mapping, resolve_columns
 from crowdlearn.io._common import about, existing_path, typed_column
-from crowdlearn.io._files import is_batch_source, sniff_delimiter
+from crowdlearn.io._files import is_batch_source, logical_suffix, sniff_delimiter
 from crowdlearn.io.platforms import batch_frame, platform_data, with_batch_rows
 
 #: The kinds of answer, by their ``--kind`` name.
@@ -129,7 +129,7 @@ def read_kind(
         and (data := platform_data(source, kind, order=order, duplicates=duplicates)) is not None
     ):
         return data
-    elif is_batch_source(source):
+    elif is_batch_source(source) or logical_suffix(source) == ".xlsx":
         frame, place = batch_frame(source)
         with with_batch_rows(source, place):
             return read_kind(

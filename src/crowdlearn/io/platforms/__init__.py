@@ -55,6 +55,7 @@ from crowdlearn.io.platforms._tables import (
     _read_tables,
     _toloka,
     batch_frame,
+    excel_text,
     with_batch_rows,
 )
 
@@ -115,6 +116,8 @@ def recognise(source: str | os.PathLike[str]) -> str | None:
     suffix = logical_suffix(path)
     if suffix in (".csv", ".tsv"):
         return recognise_header(_csv_header(path, sniff_delimiter(path)))
+    if suffix == ".xlsx":
+        return recognise_header([str(c) for c in excel_text(path).columns])
     if suffix == ".jsonl":
         first = _first_json_line(path)
         if (

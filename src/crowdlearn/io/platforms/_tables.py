@@ -15,6 +15,7 @@ from crowdlearn.data.errors import CrowdDataError
 from crowdlearn.io._files import (
     batch_files,
     is_batch_source,
+    logical_suffix,
     note,
     open_text,
     sniff_delimiter,
@@ -28,6 +29,23 @@ from crowdlearn.io.platforms._export import (
 )
 
 
+def excel_text(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """The first sheet of an ``.xlsx`` file, every cell as text ("" when empty), through
+    openpyxl (the optional extra ``crowdlearn[xlsx]``)."""
+    try:
+        import openpyxl  # noqa: F401
+    except ImportError:
+        raise CrowdDataError(
+            f"{path}: reading .xlsx files needs openpyxl: pip install 'crowdlearn[xlsx]' "
+            "(or save the sheet as CSV)"
+        ) from None
+    try:
+        frame = pd.read_excel(path, dtype=str, keep_default_na=False, engine="openpyxl")
+    except (ValueError, OSError, KeyError) as error:
+        raise CrowdDataError(f"{path}: cannot read the workbook: {error}") from None
+    return frame.fillna("")
+
+
 def _read_tables(source: str | os.PathLike[str]) -> tuple[pd.DataFrame, Any]:
     """Every cell as text (empty cells as ""), batches concatenated, and where row i is."""
     from crowdlearn.io._files import row_places
@@ -35,6 +53,9 @@ def _read_tables(source: str | os.PathLike[str]) -> tuple[pd.DataFrame, Any]:
     files = batch_files(source) if is_batch_source(source) else [Path(source)]
     frames = []
     for path in files:
+        if logical_suffix(path) == ".xlsx":
+            frames.append(excel_text(path))
+            continue
         sep = sniff_delimiter(path)
         try:
             with open_text(path) as handle:
