@@ -132,6 +132,7 @@ def read(
     """
     if isinstance(source, pd.DataFrame):
         return CrowdData.from_frame(source, **_with_default_columns(kwargs))
+    as_path(source)  # a TypeError naming what a path is, before anything else
     if format is None:
         from crowdlearn.io.platforms import batch_frame, platform_data, with_batch_rows
 

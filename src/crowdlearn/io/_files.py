@@ -112,6 +112,12 @@ def first_line(path: str | os.PathLike[str], limit: int = 1 << 20) -> str:
         with open_text(path) as handle:
             return handle.readline(limit)
     except (OSError, EOFError, lzma.LZMAError) as error:
+        codec = compression(path)
+        if codec is not None:
+            raise CrowdDataError(
+                f"cannot read the file as {codec}-compressed, as its ending "
+                f"{Path(path).suffix} says ({error}); if it is not compressed, rename it"
+            ) from None
         raise CrowdDataError(f"cannot read the file: {error}") from None
     except UnicodeDecodeError as error:
         raise CrowdDataError(f"not UTF-8 text (byte {error.start}: {error.reason})") from None

@@ -23,7 +23,7 @@ import pandas as pd
 
 from crowdlearn.data import CrowdDataError
 from crowdlearn.data._headers import check_mapping, resolve_columns
-from crowdlearn.io._common import about, existing_path, typed_column
+from crowdlearn.io._common import about, as_path, existing_path, typed_column
 from crowdlearn.io._files import is_batch_source, logical_suffix, sniff_delimiter
 from crowdlearn.io.platforms import batch_frame, platform_data, with_batch_rows
 
@@ -122,6 +122,8 @@ def read_kind(
     mapping = check_mapping({k: v for k, v in (columns or {}).items()})
     if kind is not None and kind not in KINDS:
         raise CrowdDataError(f"unknown kind {kind!r}; the kinds are {', '.join(KINDS)}")
+    if not isinstance(source, pd.DataFrame):
+        as_path(source)  # a TypeError naming what a path is, before anything else
     if isinstance(source, pd.DataFrame):
         frame = source
     elif (

@@ -39,6 +39,7 @@ from typing import Any
 import pandas as pd
 
 from crowdlearn.data.errors import CrowdDataError
+from crowdlearn.io._common import about
 from crowdlearn.io._files import (
     batch_files,
     is_batch_source,
@@ -104,8 +105,6 @@ def recognise_header(header: list[str]) -> str | None:
 def recognise(source: str | os.PathLike[str]) -> str | None:
     """The platform of an export file, folder of batches or glob, or None (a plain
     table, a peerannot folder...)."""
-    from crowdlearn.io.longform import _csv_header
-
     text = str(source)
     if is_batch_source(text):
         files = batch_files(text)
@@ -113,6 +112,13 @@ def recognise(source: str | os.PathLike[str]) -> str | None:
     path = Path(text)
     if not path.is_file():
         return None
+    with about(path):
+        return _recognise_file(path)
+
+
+def _recognise_file(path: Path) -> str | None:
+    from crowdlearn.io.longform import _csv_header
+
     suffix = logical_suffix(path)
     if suffix in (".csv", ".tsv"):
         return recognise_header(_csv_header(path, sniff_delimiter(path)))
@@ -127,19 +133,20 @@ def recognise(source: str | os.PathLike[str]) -> str | None:
         ):
             return "prodigy"
         return None
-    if suffix == ".json":
-        head = _json_head(path)
-        if head == "[":
+    if suffix == ".json" and path.name != "answers.json":
+        start = _json_start(path)
+        if start.lstrip().startswith("[") and ('"annotations"' in start or '"annotator"' in start):
             return "labelstudio"
     return None
 
 
-def _json_head(path: Path) -> str:
-    with open_text(path) as handle:
-        while True:
-            char = handle.read(1)
-            if not char or not char.isspace():
-                return char
+def _json_start(path: Path, size: int = 1 << 16) -> str:
+    """The first characters of a JSON file (where Label Studio's keys show)."""
+    try:
+        with open_text(path) as handle:
+            return handle.read(size)
+    except UnicodeDecodeError:
+        return ""
 
 
 def _first_json_line(path: Path) -> Any:
