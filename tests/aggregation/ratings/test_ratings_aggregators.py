@@ -260,8 +260,47 @@ def test_catd_matches_crowdkit_rasa_on_one_dimensional_embeddings():
     reference = np.array([theirs.aggregated_embeddings_[t][0] for t in range(data.n_tasks)])
     # crowd-kit starts from equal weights (the mean) and clips error sums at 1e-5
     ours = CATD(
-        init="mean", tail="upper", tol=1e-12, max_iter=500, floor=1e-5 / np.var(data.value)
+        init="mean",
+        tail="upper",
+        tol=1e-12,
+        max_iter=500,
+        floor=1e-5 / np.var(data.value),
+        leave_one_out=False,
     ).fit(data)
     np.testing.assert_allclose(ours.values_, reference, atol=1e-6)
     skills = theirs.skills_.sort_index().to_numpy()
     np.testing.assert_allclose(ours.weights_, skills, rtol=1e-4)
+
+
+@pytest.mark.parametrize("model", [LFCN, CATD])
+def test_leave_one_out_stops_the_runaway_weight(model):
+    # five workers sharing all thirty tasks: the plain updates let one worker's weight
+    # take everything; measured against the others' truth, no worker can
+    data = simulate_ratings(
+        n_tasks=30, n_workers=5, per_task=5, spammers=0.0, noise=(0.2, 1.0), random_state=0
+    )
+
+    def top_share(fitted: BaseRatingAggregator) -> float:
+        weights = getattr(fitted, "precision_", None)
+        weights = fitted.weights_ if weights is None else weights
+        return float(weights.max() / weights.sum())
+
+    plain = model(leave_one_out=False).fit(data)
+    robust = model(leave_one_out=True).fit(data)
+    assert top_share(plain) > 0.99 and top_share(robust) < 0.5
+    error = {m: np.abs(m.values_ - data.truth).mean() for m in (plain, robust)}
+    assert error[robust] < error[plain]
+
+
+def test_leave_one_out_errors_match_a_direct_computation():
+    from crowdlearn.aggregation.ratings._base import squared_errors
+
+    data = simulate_ratings(n_tasks=25, n_workers=6, per_task=3, random_state=7)
+    weight = np.random.default_rng(0).uniform(0.5, 2.0, data.n_annotations)
+    errors, comparable = squared_errors(data, np.zeros(data.n_tasks), weight, True)
+    for a in range(data.n_annotations):
+        others = (data.task == data.task[a]) & (np.arange(data.n_annotations) != a)
+        assert comparable[a] == others.any()
+        if others.any():
+            truth = np.average(data.value[others], weights=weight[others])
+            assert errors[a] == pytest.approx((data.value[a] - truth) ** 2)

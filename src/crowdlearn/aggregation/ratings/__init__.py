@@ -35,7 +35,7 @@ STRATEGIES: dict[str, Entry] = _REGISTRY.entries
 register = _REGISTRY.register
 
 #: The strategy used when none is given (see the module docstring for why).
-DEFAULT_STRATEGY: str = "median"
+DEFAULT_STRATEGY: str = "catd"
 
 
 def make_aggregator(spec: str, **params: Any) -> BaseRatingAggregator:

@@ -162,3 +162,37 @@ def relative_change(new: np.ndarray, old: np.ndarray, scale: float) -> float:
     diff = np.abs(new - old)
     diff = diff[np.isfinite(diff)]
     return float(diff.max() / scale) if len(diff) else 0.0
+
+
+def squared_errors(
+    data: Ratings, values: np.ndarray, weight: np.ndarray, leave_one_out: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each rating's squared error, and which ratings have something to be compared with.
+
+    Without ``leave_one_out`` the error is against ``values`` (the current truth) and every
+    rating counts. With it, the truth of the rating's task is recomputed without the
+    rating itself, ``(S_i - w_a y_a) / (W_i - w_a)`` with ``S_i``, ``W_i`` the task's
+    weighted sum and total weight under the per-annotation ``weight``: a worker then
+    cannot lower its own error by pulling the truth towards itself (the runaway in which
+    one worker's weight grows without bound and the truth becomes its ratings). A rating
+    alone on its task has nothing to be compared with and does not count.
+    """
+    if not leave_one_out:
+        return (data.value - values[data.task]) ** 2, np.ones(data.n_annotations, dtype=bool)
+    sums = np.bincount(data.task, weights=weight * data.value, minlength=data.n_tasks)
+    totals = np.bincount(data.task, weights=weight, minlength=data.n_tasks)
+    rest = totals[data.task] - weight
+    counts = np.bincount(data.task, minlength=data.n_tasks)
+    comparable = (counts[data.task] > 1) & (rest > 1e-12 * totals[data.task])
+    others = np.zeros(data.n_annotations)
+    np.divide(sums[data.task] - weight * data.value, rest, out=others, where=comparable)
+    return np.where(comparable, (data.value - others) ** 2, 0.0), comparable
+
+
+def worker_error_sums(
+    data: Ratings, errors: np.ndarray, comparable: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each worker's sum of squared errors and number of comparable ratings."""
+    sse = np.bincount(data.worker, weights=errors, minlength=data.n_workers)
+    counts = np.bincount(data.worker[comparable], minlength=data.n_workers)
+    return sse, counts.astype(np.float64)
