@@ -181,7 +181,8 @@ def bench_ratings_simulated(out: Path, quick: bool, seeds: int) -> BenchResult:
         numeric_only=True
     )
     table = pivot(mean, "mae", "scenario", False)
-    best = table.sort_values("mean rank", key=lambda s: s.astype(float)).iloc[0]
+    everywhere = table[table["ranked"] == str(len(scenarios))]  # not ordinal-ds alone
+    best = everywhere.sort_values("mean rank", key=lambda s: s.astype(float)).iloc[0]
     notes = [
         f"crowds: simulate_ratings with {size['n_tasks']} tasks, {size['n_workers']} "
         "workers, 5 ratings per task (3 in 'long tail'), truth N(0, 1) (uniform levels "
@@ -201,8 +202,9 @@ def bench_ratings_simulated(out: Path, quick: bool, seeds: int) -> BenchResult:
         raw=raw,
         table=table,
         notes=notes,
-        summary=f"MAE against the simulated truth. Best mean rank: {best['strategy']} "
-        f"({best['mean rank']}).",
+        summary=f"MAE against the simulated truth. Best mean rank over all scenarios: "
+        f"{best['strategy']} ({best['mean rank']}); ordinal-ds runs on the ordinal "
+        "scenario only.",
         extra_tables=extra,
     )
 
