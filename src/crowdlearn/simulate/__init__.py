@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         independent_confusion,
         student_teacher,
     )
+    from crowdlearn.simulate.ratings import simulate_ratings
 
     #: Command-line name of each simulator that needs no data set.
     STRATEGIES: dict[str, Callable[..., object]]
@@ -81,6 +82,7 @@ __getattr__, __dir__ = attach(
         "hammer_spammer": ".peerannot",
         "independent_confusion": ".peerannot",
         "student_teacher": ".peerannot",
+        "simulate_ratings": ".ratings",
     },
     factories={"STRATEGIES": _strategies},
 )
@@ -98,6 +100,7 @@ __all__ = [
     "hammer_spammer",
     "independent_confusion",
     "make_imbalanced",
+    "simulate_ratings",
     "student_teacher",
     "write_synthetic_parquet",
 ]

@@ -1,0 +1,198 @@
+"""What every ratings aggregator shares: the estimator contract and vectorised
+per-task statistics (weighted means, medians, trimmed means, spreads).
+
+All per-task statistics are computed without a Python loop over tasks: sums with
+``np.bincount``, order statistics from one sort of the annotations by
+``(task, value)`` and index arithmetic on the sorted array.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
+
+from crowdlearn._bounds import Bounds, check_params
+from crowdlearn.data.ratings import Ratings
+
+#: 1 / Phi^-1(3/4): scales a median absolute deviation to a normal standard deviation.
+MAD_TO_STD = 1.482602218505602
+PROBABILITY = Bounds(0, 1, low_open=True, high_open=True)
+POSITIVE = Bounds(0, low_open=True)
+
+
+class BaseRatingAggregator(BaseEstimator):
+    """Base class of ratings aggregators (scikit-learn estimator contract).
+
+    Subclasses implement ``_fit(data)``, which sets ``values_`` (n_tasks,) and, where
+    the method has one, ``spread_`` (n_tasks,). ``fit`` checks the input type and the
+    numeric parameters, then records ``task_ids_``, ``worker_ids_`` and ``levels_``.
+
+    Aggregation is transductive: ``predict()`` returns ``values_`` for the tasks of the
+    data given to ``fit``. A task without any rating gets ``NaN`` (nothing is known
+    about it); every rated task gets a finite value.
+
+    ``worker_attributes`` names the learned per-worker arrays (first axis = worker code).
+    Ordinal data (``data.levels`` set) are aggregated on their ranks ``0 .. L-1``.
+    """
+
+    worker_attributes: ClassVar[tuple[str, ...]] = ()
+    #: Bounds of the estimator's own numeric parameters (beyond ``_bounds.PARAMS``).
+    param_bounds: ClassVar[dict[str, Bounds]] = {}
+
+    def fit(self, data: Ratings) -> BaseRatingAggregator:
+        """Estimate each task's value from ``data``; returns ``self``."""
+        if not isinstance(data, Ratings):
+            raise TypeError(
+                f"{type(self).__name__}.fit expects a crowdlearn.data.Ratings, got "
+                f"{type(data).__name__}; build one with Ratings.from_arrays(task, worker, "
+                "value) or Ratings.from_frame(df, label=...)"
+            )
+        params = self.get_params(deep=False)
+        check_params(type(self).__name__, params)
+        for name, bounds in self.param_bounds.items():
+            problem = bounds.problem(params[name])
+            if problem is not None:
+                wrong = isinstance(params[name], bool) or not isinstance(
+                    params[name], (int, float, np.number)
+                )
+                raise (TypeError if wrong else ValueError)(
+                    f"{type(self).__name__}: {name} {problem}"
+                )
+        self._fit(data)
+        self.task_ids_ = data.task_ids
+        self.worker_ids_ = data.worker_ids
+        self.levels_ = data.levels
+        return self
+
+    def _fit(self, data: Ratings) -> None:
+        raise NotImplementedError
+
+    def predict(self) -> np.ndarray:
+        """The estimated value of each task, shape (n_tasks,)."""
+        if not hasattr(self, "values_"):
+            raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit(data)")
+        return self.values_
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def task_counts(data: Ratings) -> np.ndarray:
+    """Number of ratings of each task, shape (n_tasks,)."""
+    return np.bincount(data.task, minlength=data.n_tasks).astype(np.float64)
+
+
+def weighted_task_mean(
+    task: np.ndarray, value: np.ndarray, weight: np.ndarray | None, n_tasks: int
+) -> np.ndarray:
+    """Per-task weighted mean of ``value`` (NaN where a task has no weight)."""
+    if weight is None:
+        weight = np.ones_like(value)
+    totals = np.bincount(task, weights=weight, minlength=n_tasks)
+    sums = np.bincount(task, weights=weight * value, minlength=n_tasks)
+    out = np.full(n_tasks, np.nan)
+    np.divide(sums, totals, out=out, where=totals > 0)
+    return out
+
+
+def task_std(data: Ratings, centre: np.ndarray) -> np.ndarray:
+    """Per-task root mean squared deviation from ``centre`` (NaN for unrated tasks)."""
+    deviation = (data.value - centre[data.task]) ** 2
+    return np.sqrt(weighted_task_mean(data.task, deviation, None, data.n_tasks))
+
+
+def sorted_by_task(task: np.ndarray, value: np.ndarray, n_tasks: int) -> tuple[np.ndarray, ...]:
+    """Values sorted by (task, value), each task's first position and count."""
+    order = np.lexsort((value, task))
+    counts = np.bincount(task, minlength=n_tasks)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    return value[order], starts, counts
+
+
+def task_median(task: np.ndarray, value: np.ndarray, n_tasks: int) -> np.ndarray:
+    """Per-task median (mean of the two middle values for an even count; NaN unrated)."""
+    ordered, starts, counts = sorted_by_task(task, value, n_tasks)
+    rated = counts > 0
+    out = np.full(n_tasks, np.nan)
+    low = starts[rated] + (counts[rated] - 1) // 2
+    high = starts[rated] + counts[rated] // 2
+    out[rated] = 0.5 * (ordered[low] + ordered[high])
+    return out
+
+
+def task_trimmed_mean(
+    task: np.ndarray, value: np.ndarray, n_tasks: int, proportion: float
+) -> np.ndarray:
+    """Per-task mean after cutting ``floor(proportion * count)`` values from each end."""
+    ordered, starts, counts = sorted_by_task(task, value, n_tasks)
+    sorted_task = np.repeat(np.arange(n_tasks), counts)
+    rank = np.arange(len(ordered)) - starts[sorted_task]
+    cut = np.floor(proportion * counts).astype(np.int64)
+    cut = np.minimum(cut, (counts - 1) // 2)  # always keep at least one value
+    keep = (rank >= cut[sorted_task]) & (rank < (counts - cut)[sorted_task])
+    return weighted_task_mean(sorted_task[keep], ordered[keep], None, n_tasks)
+
+
+def task_mad(data: Ratings, median: np.ndarray) -> np.ndarray:
+    """Per-task median absolute deviation from ``median``, scaled to a normal std."""
+    deviation = np.abs(data.value - median[data.task])
+    return MAD_TO_STD * task_median(data.task, deviation, data.n_tasks)
+
+
+def value_scale(value: np.ndarray) -> float:
+    """A positive scale of the ratings (their std; 1 when they are all equal).
+
+    Variance floors are expressed relative to it, so that results scale with the data.
+    """
+    scale = float(np.std(value))
+    return scale if scale > 0 else 1.0
+
+
+def fill_unrated(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``values`` with NaN exactly on the unrated tasks (guards against 0/0 elsewhere)."""
+    out = np.where(counts > 0, values, np.nan)
+    return out
+
+
+def relative_change(new: np.ndarray, old: np.ndarray, scale: float) -> float:
+    """Largest change of the rated tasks' values, in units of ``scale``."""
+    diff = np.abs(new - old)
+    diff = diff[np.isfinite(diff)]
+    return float(diff.max() / scale) if len(diff) else 0.0
+
+
+def squared_errors(
+    data: Ratings, values: np.ndarray, weight: np.ndarray, leave_one_out: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each rating's squared error, and which ratings have something to be compared with.
+
+    Without ``leave_one_out`` the error is against ``values`` (the current truth) and every
+    rating counts. With it, the truth of the rating's task is recomputed without the
+    rating itself, ``(S_i - w_a y_a) / (W_i - w_a)`` with ``S_i``, ``W_i`` the task's
+    weighted sum and total weight under the per-annotation ``weight``: a worker then
+    cannot lower its own error by pulling the truth towards itself (the runaway in which
+    one worker's weight grows without bound and the truth becomes its ratings). A rating
+    alone on its task has nothing to be compared with and does not count.
+    """
+    if not leave_one_out:
+        return (data.value - values[data.task]) ** 2, np.ones(data.n_annotations, dtype=bool)
+    sums = np.bincount(data.task, weights=weight * data.value, minlength=data.n_tasks)
+    totals = np.bincount(data.task, weights=weight, minlength=data.n_tasks)
+    rest = totals[data.task] - weight
+    counts = np.bincount(data.task, minlength=data.n_tasks)
+    comparable = (counts[data.task] > 1) & (rest > 1e-12 * totals[data.task])
+    others = np.zeros(data.n_annotations)
+    np.divide(sums[data.task] - weight * data.value, rest, out=others, where=comparable)
+    return np.where(comparable, (data.value - others) ** 2, 0.0), comparable
+
+
+def worker_error_sums(
+    data: Ratings, errors: np.ndarray, comparable: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each worker's sum of squared errors and number of comparable ratings."""
+    sse = np.bincount(data.worker, weights=errors, minlength=data.n_workers)
+    counts = np.bincount(data.worker[comparable], minlength=data.n_workers)
+    return sse, counts.astype(np.float64)
