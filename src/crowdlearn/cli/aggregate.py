@@ -309,8 +309,9 @@ def aggregate(
             duplicates,
             overwrite,
             sep,
-            _kinds.parse_order(order),
+            order,
             tie,
+            write_back,
         )
         return
     model = make_aggregator(strategy, **_parse_params(params))
