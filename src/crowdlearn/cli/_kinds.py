@@ -126,9 +126,19 @@ def tables(kind: str, model: Any, data: Any) -> dict[str, Any]:
         if ranks is None:
             ranks = np.clip(np.rint(values), 0, len(data.levels) - 1)
         columns["label"] = data.levels[np.asarray(ranks, dtype=np.int64)]
+    spread = getattr(model, "spread_", None)
+    spread = None if spread is None else np.asarray(spread, dtype=np.float64)
+    if data.levels is not None and data.levels.dtype.kind in "iuf":
+        # numeric categories (1..5 stars): the value on their scale, not the rank
+        levels = data.levels.astype(np.float64)
+        values = np.interp(values, np.arange(len(levels)), levels)
+        if spread is not None:
+            spread = spread * (levels[-1] - levels[0]) / max(len(levels) - 1, 1)
+    elif data.levels is not None:
+        summary["value"] = "rank in the order, 0 = lowest"
     columns["value"] = values
-    if getattr(model, "spread_", None) is not None:
-        columns["spread"] = np.asarray(model.spread_, dtype=np.float64)
+    if spread is not None:
+        columns["spread"] = spread
     out["labels"] = pd.DataFrame(columns)
     return out
 
