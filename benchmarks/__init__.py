@@ -27,6 +27,7 @@ MODULES = (
     "aggregation_defaults",
     "aggregation_speed",
     "cmm_scaling",
+    "comparisons_bench",
     "confusion_recovery",
     "crowd_selection",
     "crowding_bench",

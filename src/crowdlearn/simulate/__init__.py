@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from crowdlearn.simulate._groups import GROUP_DEFAULTS
     from crowdlearn.simulate._result import SimulationInfo
     from crowdlearn.simulate.cmm import DEFAULT_NOISE_LEVELS, cmm_gaussians
+    from crowdlearn.simulate.comparisons import simulate_comparisons
     from crowdlearn.simulate.features import (
         DEFAULT_GROUPS,
         allocate_groups,
@@ -73,6 +74,7 @@ __getattr__, __dir__ = attach(
         "SimulationInfo": "._result",
         "DEFAULT_NOISE_LEVELS": ".cmm",
         "cmm_gaussians": ".cmm",
+        "simulate_comparisons": ".comparisons",
         "DEFAULT_GROUPS": ".features",
         "allocate_groups": ".features",
         "crowd_on_features": ".features",
@@ -100,6 +102,7 @@ __all__ = [
     "hammer_spammer",
     "independent_confusion",
     "make_imbalanced",
+    "simulate_comparisons",
     "simulate_ratings",
     "student_teacher",
     "write_synthetic_parquet",
