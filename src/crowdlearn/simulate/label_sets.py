@@ -130,7 +130,9 @@ def simulate_label_sets(
     n_tasks = check_int("n_tasks", n_tasks)
     n_workers = check_int("n_workers", n_workers)
     n_classes = check_int("n_classes", n_classes, 2)
-    labels_per_task = check_labels_per_task("labels_per_task", labels_per_task, n_workers, "n_workers")
+    labels_per_task = check_labels_per_task(
+        "labels_per_task", labels_per_task, n_workers, "n_workers"
+    )
     n_prototypes = check_int("n_prototypes", n_prototypes)
     prototype_density = check_real("prototype_density", prototype_density, 0.0, 1.0)
     set_noise = check_real("set_noise", set_noise, 0.0, 1.0)
@@ -139,7 +141,9 @@ def simulate_label_sets(
     mix = dict(WORKER_MIX if worker_mix is None else worker_mix)
     unknown = sorted(set(mix) - set(WORKER_MIX))
     if unknown:
-        raise ValueError(f"worker_mix: unknown groups {unknown}; the groups are {list(WORKER_MIX)}")
+        raise ValueError(
+            f"worker_mix: unknown groups {unknown}; the groups are {list(WORKER_MIX)}"
+        )
     shares = check_proportions("worker_mix", [mix.get(name, 0.0) for name in WORKER_MIX])
     rng = np.random.default_rng(random_state)
 

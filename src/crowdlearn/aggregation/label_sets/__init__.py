@@ -3,14 +3,16 @@
 Every estimator takes a :class:`~crowdlearn.data.LabelSets` (each annotation is the
 set of classes a worker selected; an empty set is "none of these") and sets
 ``probas_`` (n_tasks, n_classes), the probability that each class applies, and
-``labels_ = probas_ >= 0.5``.
+``labels_ = probas_ > 0.5``.
 
 Strategies (:data:`STRATEGIES`, :func:`make_aggregator`, spec syntax ``"name[k=v]"``):
 
 * ``binary`` (:class:`BinaryReduction`): one categorical aggregation per class, any
   strategy of :mod:`crowdlearn.aggregation` as ``base`` (``"binary[base=glad]"``).
-  Shortcuts: ``binary-mv``, ``binary-ds``, ``binary-onecoin``, ``binary-glad``,
-  ``binary-mace`` (the same estimator with that base).
+  Shortcuts: ``binary-mv`` (a class is in the set when strictly more than half of
+  the task's workers selected it: ``base="mv[tie_break=lowest]"``, deterministic where
+  ``base="mv"`` breaks ties at random), ``binary-ds``, ``binary-onecoin``,
+  ``binary-glad``, ``binary-mace`` (the same estimator with that base).
 * ``ml-mixture`` (:class:`MultiLabelMixture`): the label-set mixture of Zhang & Wu
   (KDD 2018), sharing information across classes through clusters of tasks.
 
@@ -49,7 +51,12 @@ def make_aggregator(spec: str, **params: object) -> LabelSetAggregator:
 
 
 register("binary", BinaryReduction, "one categorical aggregation per class (base=, default ds)")
-register("binary-mv", BinaryReduction, "majority vote per class", base="mv")
+register(
+    "binary-mv",
+    BinaryReduction,
+    "strict majority per class (a tie leaves the class out)",
+    base="mv[tie_break=lowest]",
+)
 register("binary-ds", BinaryReduction, "Dawid-Skene per class", base="ds")
 register("binary-onecoin", BinaryReduction, "one-coin Dawid-Skene per class", base="onecoin-ds")
 register("binary-glad", BinaryReduction, "GLAD per class", base="glad")

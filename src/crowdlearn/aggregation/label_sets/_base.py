@@ -3,13 +3,13 @@ task/worker x annotation designs, and per-worker sensitivity and specificity.
 
 A label-set aggregator takes a :class:`~crowdlearn.data.LabelSets` and sets
 ``probas_`` (n_tasks, n_classes): the probability that each class applies to each task.
-``labels_`` is ``probas_ >= 0.5`` (classes are not exclusive: a task may get none, one
+``labels_`` is ``probas_ > 0.5`` (classes are not exclusive: a task may get none, one
 or several).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,7 +19,8 @@ from sklearn.exceptions import NotFittedError
 from crowdlearn._bounds import check_params
 from crowdlearn.data import LabelSets
 
-#: A class is in the inferred set when its probability is at least this.
+#: A class is in the inferred set when its probability exceeds this (a task without
+#: evidence, at 0.5, is left out).
 THRESHOLD = 0.5
 
 
@@ -28,7 +29,7 @@ class LabelSetAggregator(BaseEstimator):
 
     Subclasses implement ``_fit(data)``, which sets ``probas_`` (n_tasks, n_classes),
     the probability that each class applies; this class checks the input and the
-    numeric parameters, derives ``labels_`` (``probas_ >= 0.5``), records
+    numeric parameters, derives ``labels_`` (``probas_ > 0.5``), records
     ``classes_``, ``task_ids_`` and ``worker_ids_``, and provides ``predict`` and
     ``predict_proba`` (aggregation is transductive: they take no argument).
 
@@ -48,7 +49,7 @@ class LabelSetAggregator(BaseEstimator):
             )
         check_params(type(self).__name__, self.get_params(deep=False))
         self._fit(data)
-        self.labels_ = self.probas_ >= THRESHOLD
+        self.labels_ = self.probas_ > THRESHOLD
         self.classes_ = data.classes
         self.task_ids_ = data.task_ids
         self.worker_ids_ = data.worker_ids
@@ -76,9 +77,7 @@ def indicator(codes: np.ndarray, n_rows: int) -> sp.csr_matrix:
     """The (n_rows x n_annotations) 0/1 matrix with a one at (codes[a], a): products
     with it sum per-annotation rows by task or by worker."""
     n = len(codes)
-    return sp.csr_matrix(
-        (np.ones(n), (codes.astype(np.int64), np.arange(n))), shape=(n_rows, n)
-    )
+    return sp.csr_matrix((np.ones(n), (codes.astype(np.int64), np.arange(n))), shape=(n_rows, n))
 
 
 def vote_shares(data: LabelSets) -> np.ndarray:

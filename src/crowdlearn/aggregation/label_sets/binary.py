@@ -38,7 +38,7 @@ class BinaryReduction(LabelSetAggregator):
     probas_ : ndarray (n_tasks, n_classes)
         ``probas_[i, k]``: the base model's probability that class ``k`` applies.
     labels_ : ndarray of bool (n_tasks, n_classes)
-        ``probas_ >= 0.5``.
+        ``probas_ > 0.5``.
     sensitivity_, specificity_ : ndarray (n_workers, n_classes)
         Each worker's probability of selecting a class that applies, and of leaving
         out one that does not: the base model's 2 x 2 confusions where it has them
@@ -80,7 +80,9 @@ class BinaryReduction(LabelSetAggregator):
 
     def _fit(self, data: LabelSets) -> None:
         self._base_estimator()  # a bad spec fails before the first fit
-        self.estimators_ = [self._base_estimator().fit(data.binary(k)) for k in range(data.n_classes)]
+        self.estimators_ = [
+            self._base_estimator().fit(data.binary(k)) for k in range(data.n_classes)
+        ]
         self.probas_ = np.column_stack([est.probas_[:, 1] for est in self.estimators_])
         self.sensitivity_, self.specificity_ = self._rates(data)
 

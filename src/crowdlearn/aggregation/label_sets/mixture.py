@@ -31,7 +31,11 @@ as pseudo-counts and the parameters are point estimates (MAP, variational EM). T
 worker pseudo-counts are Dawid-Skene's of this library (``smoothing`` on both outcomes,
 ``diagonal_prior`` more on the correct one), so that a worker with few answers is
 believed better than chance, which also fixes the meaning of ``z`` (no label switch).
-The clusters start from k-means++ seeds on the tasks' vote shares (``random_state``).
+The clusters start from k-means++ seeds on the tasks' vote shares (``random_state``),
+drawn over the distinct vote-share rows in sorted order: the fit does not depend on the
+order of the tasks or the workers; a relabelling of the classes reorders those rows and
+so draws other seeds, as another ``random_state`` would (with ``n_clusters=1`` the fit
+does not depend on it).
 The equations above are derived here from the model; we do not quote the paper's
 equation numbers.
 """
@@ -198,16 +202,22 @@ def squared_distances(points: np.ndarray, centres: np.ndarray) -> np.ndarray:
 
 def kmeans_plus_plus(points: np.ndarray, n: int, random_state: int | None) -> np.ndarray:
     """Up to ``n`` distinct rows of ``points`` chosen by k-means++ seeding (Arthur &
-    Vassilvitskii, SODA 2007): each next seed with probability proportional to its
-    squared distance to the nearest seed so far. Fewer when fewer rows differ."""
+    Vassilvitskii, SODA 2007): the first seed with probability proportional to its
+    number of copies, each next one proportional to copies x squared distance to the
+    nearest seed so far; fewer seeds when fewer rows differ.
+
+    The draw runs over the distinct rows in sorted order, so the seeds do not depend on
+    the order of the rows (the tasks), only on ``random_state``.
+    """
     rng = np.random.default_rng(random_state)
-    seeds = [points[rng.integers(len(points))]]
-    nearest = squared_distances(points, seeds[0][None, :])[:, 0]
+    rows, copies = np.unique(points, axis=0, return_counts=True)
+    seeds = [rows[rng.choice(len(rows), p=copies / copies.sum())]]
+    nearest = squared_distances(rows, seeds[0][None, :])[:, 0]
     while len(seeds) < n:
-        nearest = np.maximum(nearest, 0)
-        total = nearest.sum()
+        weight = copies * np.maximum(nearest, 0)
+        total = weight.sum()
         if total <= 1e-12:
             break
-        seeds.append(points[rng.choice(len(points), p=nearest / total)])
-        nearest = np.minimum(nearest, squared_distances(points, seeds[-1][None, :])[:, 0])
+        seeds.append(rows[rng.choice(len(rows), p=weight / total)])
+        nearest = np.minimum(nearest, squared_distances(rows, seeds[-1][None, :])[:, 0])
     return np.array(seeds)
