@@ -231,7 +231,10 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     "cmm": ("CMM (CMM paper)", ("cmm-near-tie", "cmm-scaling")),
     "identification": ("Identification", ("identify",)),
     # label sets, ratings and comparisons (issue 28): each kind adds its benchmarks here
-    "answer-kinds": ("Answer kinds: label sets, ratings, comparisons", ()),
+    "answer-kinds": (
+        "Answer kinds: label sets, ratings, comparisons",
+        ("label-sets", "label-sets-speed"),
+    ),
 }
 
 
