@@ -93,7 +93,7 @@ def bench_label_sets_speed(out: Path, quick: bool, seeds: int) -> BenchResult:
     raw = pd.DataFrame(rows)
     return BenchResult(
         raw=raw,
-        table=speed_table(raw),
+        table=speed_table(raw, QUICK_PAIRS if quick else PAIRS),
         notes=[
             f"crowd: simulate_label_sets({', '.join(f'{k}={v}' for k, v in crowd.items())}), "
             f"seeds 0..{seeds - 1}; times and peaks are medians over seeds",
