@@ -34,6 +34,8 @@ MODULES = (
     "crowding_drift",
     "ensemble_bench",
     "iced_bench",
+    "label_sets_bench",
+    "label_sets_speed",
     "identify_bench",
     "learning_defaults",
     "learning_labelme",

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         crowd_on_features,
         make_imbalanced,
     )
+    from crowdlearn.simulate.label_sets import simulate_label_sets
     from crowdlearn.simulate.large import write_synthetic_parquet
     from crowdlearn.simulate.peerannot import (
         discrete_difficulty,
@@ -79,6 +80,7 @@ __getattr__, __dir__ = attach(
         "allocate_groups": ".features",
         "crowd_on_features": ".features",
         "make_imbalanced": ".features",
+        "simulate_label_sets": ".label_sets",
         "write_synthetic_parquet": ".large",
         "discrete_difficulty": ".peerannot",
         "hammer_spammer": ".peerannot",
@@ -103,6 +105,7 @@ __all__ = [
     "independent_confusion",
     "make_imbalanced",
     "simulate_comparisons",
+    "simulate_label_sets",
     "simulate_ratings",
     "student_teacher",
     "write_synthetic_parquet",
