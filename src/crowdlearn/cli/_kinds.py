@@ -216,7 +216,7 @@ def detected_kind(data: str, engine: str) -> str:
     from crowdlearn.io.kinds import _header
     from crowdlearn.io.platforms import recognise
 
-    if engine == "dask" or data in datasets.list():
+    if data in datasets.list():
         return "class"
     if is_batch_source(data) or recognise(data) is not None:
         return platform_kind(data)

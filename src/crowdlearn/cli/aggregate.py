@@ -293,9 +293,18 @@ def aggregate(
     if kind is None:
         kind = _kinds.detected_kind(data, engine)
     _kinds.check_kind_options(kind, sep, order, tie)
-    if strategy is None:
+    if strategy is None and kind == "comparison" and engine == "dask":
+        strategy = "bt"  # the one comparison strategy of the Dask engine
+        note("crowdlearn: note: strategy bt (the Dask engine's for pairwise comparisons)")
+    elif strategy is None:
         strategy = _kinds.default_strategy(kind)
         note(f"crowdlearn: note: strategy {strategy} (the default for {_kinds.NOUNS[kind]})")
+    if kind == "comparison" and engine == "dask":
+        _comparisons_dask(
+            data, strategy, params, output, overwrite, output_format, tie, scheduler,
+            local_workers, worker_memory,
+        )  # fmt: skip
+        return
     if kind != "class":
         _aggregate_kind(
             data,
@@ -432,6 +441,69 @@ def _aggregate_kind(
             back = _write_back(write_back, out.staged, data, answers.task_ids, sets, confidence)
     written = [f"{name}.{output_format}" for name in names] + ["workers.json", "summary.json"]
     click.echo(f"{strategy}: {answers} -> {output}: {', '.join(written + back)}")
+
+
+def _comparisons_dask(
+    data: str,
+    strategy: str,
+    params: tuple[str, ...],
+    output: str,
+    overwrite: bool,
+    output_format: str,
+    tie: str | None,
+    scheduler: str | None,
+    local_workers: int,
+    worker_memory: str,
+) -> None:
+    """Bradley-Terry on the Dask engine (a Parquet file or folder of comparisons)."""
+    import crowdlearn.cli._kinds as _kinds
+
+    if strategy.split("[")[0].strip().lower() != "bt":
+        raise CrowdDataError(
+            f"--engine dask fits comparisons with bt (Bradley-Terry) only, not {strategy!r}"
+        )
+    require_input(data)
+    _check_dask_input(data)
+    memory_model = _kinds.make("comparison", strategy, _parse_params(params))
+    outputs = Outputs(overwrite, reads=[data])
+    out = outputs.folder(output)
+    from crowdlearn.distributed.comparisons import DaskBradleyTerry
+    from distributed import Client, LocalCluster
+
+    model = DaskBradleyTerry(**memory_model.get_params(), tie=tie)
+    if scheduler is None:
+        _check_worker_memory(worker_memory)
+        cluster = LocalCluster(
+            n_workers=local_workers,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=worker_memory,
+            dashboard_address=None,
+        )
+        client = Client(cluster)
+    else:
+        cluster, client = None, Client(scheduler)
+    try:
+        model.fit(data, client=client)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    scores = pd.DataFrame({"item": model.item_ids_, "score": model.scores_})
+    scores = scores.sort_values("score", ascending=False, kind="stable")
+    summary = {
+        "kind": "comparison",
+        "strategy": "BradleyTerry (dask)",
+        "params": {k: v for k, v in model.get_params().items()},
+        "n_items": len(model.item_ids_),
+        "n_iter": model.n_iter_,
+        "converged": model.converged_,
+    }
+    with outputs:
+        _write_table(scores, out.staged / "scores", output_format)
+        with atomic_open(out.staged / "summary.json") as handle:
+            json.dump(summary, handle, indent=1, default=str)
+    click.echo(f"{strategy} (dask): {data} -> {output}: scores.{output_format}, summary.json")
 
 
 def _aggregate_dask(
