@@ -38,7 +38,9 @@ from crowdlearn.aggregation.ratings._base import BaseRatingAggregator
 from crowdlearn.data.errors import CrowdDataError
 from crowdlearn.data.ratings import Ratings
 
-_FLOOR = 1e-300
+#: Between (bias, spread) pairs of equal likelihood (a bias pushing every answer past
+#: the top level fits as well as a smaller one), the smallest bias wins.
+_TIE = 1e-9
 
 
 def gaussian_rows(levels: int, bias: np.ndarray, spread: np.ndarray) -> np.ndarray:
@@ -59,12 +61,12 @@ def _best_on_grid(
     if bias.ndim == 1:
         table = gaussian_rows(levels, bias, spread).reshape(len(bias), -1)
         scores = counts.reshape(len(counts), -1) @ table.T
-        best = scores.argmax(axis=1)
+        best = (scores - _TIE * np.abs(bias)).argmax(axis=1)
         return bias[best], spread[best]
     n_workers, n_pairs = bias.shape
     table = gaussian_rows(levels, bias.ravel(), spread.ravel()).reshape(n_workers, n_pairs, -1)
     scores = np.einsum("wk,wpk->wp", counts.reshape(n_workers, -1), table)
-    best = scores.argmax(axis=1)
+    best = (scores - _TIE * np.abs(bias)).argmax(axis=1)
     rows = np.arange(n_workers)
     return bias[rows, best], spread[rows, best]
 
