@@ -80,11 +80,6 @@ class BaseRatingAggregator(BaseEstimator):
 # --------------------------------------------------------------------------- statistics
 
 
-def task_counts(data: Ratings) -> np.ndarray:
-    """Number of ratings of each task, shape (n_tasks,)."""
-    return np.bincount(data.task, minlength=data.n_tasks).astype(np.float64)
-
-
 def weighted_task_mean(
     task: np.ndarray, value: np.ndarray, weight: np.ndarray | None, n_tasks: int
 ) -> np.ndarray:
@@ -149,12 +144,6 @@ def value_scale(value: np.ndarray) -> float:
     """
     scale = float(np.std(value))
     return scale if scale > 0 else 1.0
-
-
-def fill_unrated(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """``values`` with NaN exactly on the unrated tasks (guards against 0/0 elsewhere)."""
-    out = np.where(counts > 0, values, np.nan)
-    return out
 
 
 def relative_change(new: np.ndarray, old: np.ndarray, scale: float) -> float:

@@ -38,7 +38,11 @@ from crowdlearn.aggregation.ratings._base import BaseRatingAggregator
 from crowdlearn.data.errors import CrowdDataError
 from crowdlearn.data.ratings import Ratings
 
-_FLOOR = 1e-300
+#: Between (bias, spread) pairs of equal likelihood (a bias pushing every answer past
+#: the top level fits as well as a smaller one), the smallest bias wins.
+_TIE = 1e-9
+#: Numbers per block of workers in the grid search (float64: 32 MiB).
+_BLOCK = 1 << 22
 
 
 def gaussian_rows(levels: int, bias: np.ndarray, spread: np.ndarray) -> np.ndarray:
@@ -55,18 +59,33 @@ def _best_on_grid(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per worker, the (bias, spread) pair of the grid with the largest expected
     log-likelihood ``sum N log P``; ``bias`` and ``spread`` are (n_workers, n_pairs)
-    candidate grids (one per worker) or (n_pairs,) shared ones."""
-    if bias.ndim == 1:
-        table = gaussian_rows(levels, bias, spread).reshape(len(bias), -1)
-        scores = counts.reshape(len(counts), -1) @ table.T
-        best = scores.argmax(axis=1)
+    candidate grids (one per worker) or (n_pairs,) shared ones.
+
+    Workers go in blocks of about ``_BLOCK`` (worker, pair, cell) numbers, so that the
+    temporary tables stay small whatever the crowd size."""
+    n_workers = len(counts)
+    flat = counts.reshape(n_workers, -1)
+    shared = bias.ndim == 1
+    n_pairs = len(bias) if shared else bias.shape[1]
+    if shared:
+        table = gaussian_rows(levels, bias, spread).reshape(n_pairs, -1)
+    step = max(1, _BLOCK // (n_pairs * flat.shape[1]))
+    best = np.empty(n_workers, dtype=np.int64)
+    for start in range(0, n_workers, step):  # blocks of workers, to bound memory
+        block = slice(start, start + step)
+        if shared:
+            scores = flat[block] @ table.T
+            penalty = _TIE * np.abs(bias)[None, :]
+        else:
+            rows = gaussian_rows(levels, bias[block].ravel(), spread[block].ravel())
+            rows = rows.reshape(-1, n_pairs, flat.shape[1])
+            scores = np.einsum("wk,wpk->wp", flat[block], rows)
+            penalty = _TIE * np.abs(bias[block])
+        best[block] = (scores - penalty).argmax(axis=1)
+    if shared:
         return bias[best], spread[best]
-    n_workers, n_pairs = bias.shape
-    table = gaussian_rows(levels, bias.ravel(), spread.ravel()).reshape(n_workers, n_pairs, -1)
-    scores = np.einsum("wk,wpk->wp", counts.reshape(n_workers, -1), table)
-    best = scores.argmax(axis=1)
-    rows = np.arange(n_workers)
-    return bias[rows, best], spread[rows, best]
+    index = np.arange(n_workers)
+    return bias[index, best], spread[index, best]
 
 
 class OrdinalDawidSkene(BaseRatingAggregator):
