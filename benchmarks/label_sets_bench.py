@@ -37,6 +37,7 @@ from sklearn.metrics import f1_score, roc_auc_score
 from benchmarks._registry import BenchResult, register
 from crowdlearn import datasets
 from crowdlearn.aggregation.label_sets import DEFAULT_STRATEGY, STRATEGIES, make_aggregator
+from crowdlearn.aggregation.label_sets._base import vote_shares
 from crowdlearn.data import LabelSets
 from crowdlearn.datasets import DatasetError
 from crowdlearn.datasets.label_sets import RELATIONS, load_relex, relation_codes
@@ -164,6 +165,7 @@ def relex_rows(quick: bool, seeds: int) -> tuple[list[dict], list[str]]:
                         "fit_seconds": seconds,
                     }
                 )
+    notes = [crowdtruth_note(relex)]
     for threshold in CROWDTRUTH_THRESHOLDS:
         for relation in RELATIONS:
             judged = relex.expert[relation].notna().to_numpy()
@@ -180,7 +182,25 @@ def relex_rows(quick: bool, seeds: int) -> tuple[list[dict], list[str]]:
                     "fit_seconds": float("nan"),
                 }
             )
-    return rows, []
+    return rows, notes
+
+
+def crowdtruth_note(relex: Any) -> str:
+    """Which classes' vote shares CrowdTruth's scores follow (Pearson r, top 3)."""
+    shares = vote_shares(relex.data)
+    classes = relex.data.classes.tolist()
+    parts = []
+    for relation in RELATIONS:
+        score = relex.crowdtruth[relation].to_numpy()
+        known = ~np.isnan(score)
+        r = [np.corrcoef(score[known], shares[known, k])[0, 1] for k in range(len(classes))]
+        top = np.argsort(r)[::-1][:3]
+        parts.append(f"{relation}: " + ", ".join(f"{classes[k]} {r[k]:.2f}" for k in top))
+    return (
+        "CrowdTruth's sentence-relation score against each class's vote share (Pearson r, "
+        "top 3; it is computed by CrowdTruth from its own processing of the crowd): "
+        + "; ".join(parts)
+    )
 
 
 # -------------------------------------------------------------------------- simulated

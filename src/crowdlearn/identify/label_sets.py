@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from crowdlearn.aggregation.label_sets import DEFAULT_STRATEGY, make_aggregator
-from crowdlearn.aggregation.label_sets._base import indicator, rate_counts, vote_shares
+from crowdlearn.aggregation.label_sets._base import SetDesign, vote_shares
 from crowdlearn.data import LabelSets
 
 
@@ -76,10 +76,8 @@ def worker_scores(data: LabelSets, strategy: str | None = None) -> dict[str, np.
     array([0.5, 0.5, 0. ])
     """
     _check(data)
-    hits, positives, rejections, negatives = rate_counts(
-        indicator(data.worker, data.n_workers),
-        data.answers.astype(np.float64),
-        _fitted_probas(data, strategy)[data.task],
+    hits, positives, rejections, negatives = SetDesign.of(data).rate_counts(
+        _fitted_probas(data, strategy)
     )
     return {
         "sensitivity": (hits.sum(axis=1) + 1) / (positives.sum(axis=1) + 2),
@@ -93,11 +91,10 @@ def _agreement(data: LabelSets) -> np.ndarray:
     """Chance that a random other worker of the task agrees, per worker (NaN: no
     shared task)."""
     answers = data.answers.astype(np.float64)
-    by_task = indicator(data.task, data.n_tasks)
-    counts = (by_task @ answers)[data.task]
     sizes = np.bincount(data.task, minlength=data.n_tasks)[data.task].astype(np.float64)
     shared = sizes >= 2
     others = np.maximum(sizes - 1, 1)[:, None]
+    counts = vote_shares(data)[data.task] * sizes[:, None]
     selecting = (counts - answers) / others  # share of the other workers selecting
     agree = np.where(answers == 1, selecting, 1 - selecting).mean(axis=1)
     total = np.bincount(data.worker, weights=agree * shared, minlength=data.n_workers)

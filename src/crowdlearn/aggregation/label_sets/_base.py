@@ -9,6 +9,7 @@ or several).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -73,38 +74,104 @@ class LabelSetAggregator(BaseEstimator):
             raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit(data)")
 
 
-def indicator(codes: np.ndarray, n_rows: int) -> sp.csr_matrix:
-    """The (n_rows x n_annotations) 0/1 matrix with a one at (codes[a], a): products
-    with it sum per-annotation rows by task or by worker."""
-    n = len(codes)
-    return sp.csr_matrix((np.ones(n), (codes.astype(np.int64), np.arange(n))), shape=(n_rows, n))
+@dataclass(frozen=True)
+class SetDesign:
+    """The sparse structure of a label-set crowd that the EM steps multiply with.
+
+    Nothing of size (n_annotations x K) is built: a label set is mostly empty, so the
+    answers are kept as the list of *selected* cells (annotation's task, worker and
+    class), and everything that does not depend on the answers goes through the
+    (n_tasks x n_workers) count matrix of who answered what.
+
+    Attributes
+    ----------
+    pairs : csr_matrix (n_tasks, n_workers)
+        Number of annotations of each (task, worker).
+    task, worker, label : ndarray of int
+        Task, worker and class of every selected cell.
+    task_cell, worker_cell : ndarray of int
+        Their flat (task, class) and (worker, class) indices.
+    n_answers : ndarray (n_workers,)
+        Annotations of each worker.
+    n_selected : ndarray (n_workers, K)
+        Times each worker selected each class.
+    """
+
+    pairs: sp.csr_matrix
+    task: np.ndarray
+    worker: np.ndarray
+    label: np.ndarray
+    task_cell: np.ndarray
+    worker_cell: np.ndarray
+    n_answers: np.ndarray
+    n_selected: np.ndarray
+
+    @classmethod
+    def of(cls, data: LabelSets) -> SetDesign:
+        rows, label = np.nonzero(data.answers)
+        task, worker = data.task[rows].astype(np.int64), data.worker[rows].astype(np.int64)
+        pairs = sp.csr_matrix(
+            (np.ones(data.n_annotations), (data.task.astype(np.int64), data.worker)),
+            shape=(data.n_tasks, data.n_workers),
+        )
+        k = data.n_classes
+        worker_cell = worker * k + label
+        n_selected = np.bincount(worker_cell, minlength=data.n_workers * k)
+        return cls(
+            pairs=pairs,
+            task=task,
+            worker=worker,
+            label=label,
+            task_cell=task * k + label,
+            worker_cell=worker_cell,
+            n_answers=np.bincount(data.worker, minlength=data.n_workers).astype(np.float64),
+            n_selected=n_selected.reshape(data.n_workers, k).astype(np.float64),
+        )
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """(n_tasks, n_workers, n_classes)."""
+        return (*self.pairs.shape, self.n_selected.shape[1])
+
+    def task_sums(self, unselected: np.ndarray, selected: np.ndarray) -> np.ndarray:
+        """Per task and class, the sum over its annotations of ``selected[j, k]`` where
+        worker ``j`` selected ``k`` and ``unselected[j, k]`` where it did not, (n_tasks,
+        K): ``pairs @ unselected`` plus a bincount of the difference over the selected
+        cells."""
+        n_tasks, _, k = self.shape
+        difference = (selected - unselected).ravel()[self.worker_cell]
+        extra = np.bincount(self.task_cell, difference, minlength=n_tasks * k)
+        return self.pairs @ unselected + extra.reshape(n_tasks, k)
+
+    def rate_counts(
+        self, probas: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per worker and class: hits, positives, correct rejections and negatives.
+
+        With ``p = probas`` (n_tasks, K) the probability that each class applies: sums
+        over each worker's annotations of ``y p``, ``p``, ``(1 - y)(1 - p)`` and
+        ``1 - p`` (``y``: the answer), each (n_workers, K).
+        """
+        _, n_workers, k = self.shape
+        hits = np.bincount(
+            self.worker_cell, probas.ravel()[self.task_cell], minlength=n_workers * k
+        ).reshape(n_workers, k)
+        positives = self.pairs.T @ probas
+        negatives = self.n_answers[:, None] - positives
+        rejections = negatives - (self.n_selected - hits)
+        return hits, positives, rejections, negatives
 
 
 def vote_shares(data: LabelSets) -> np.ndarray:
     """Share of each task's annotations that selected each class (0 for a task without
     annotations), (n_tasks, n_classes)."""
-    by_task = indicator(data.task, data.n_tasks)
-    counts = by_task @ data.answers.astype(np.float64)
-    sizes = np.asarray(by_task.sum(axis=1)).ravel()
+    k = data.n_classes
+    rows, label = np.nonzero(data.answers)
+    counts = np.bincount(
+        data.task[rows].astype(np.int64) * k + label, minlength=data.n_tasks * k
+    ).reshape(data.n_tasks, k)
+    sizes = np.bincount(data.task, minlength=data.n_tasks)
     return counts / np.maximum(sizes, 1)[:, None]
-
-
-def rate_counts(
-    by_worker: sp.csr_matrix, answers: np.ndarray, present: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per worker and class: hits, positives, correct rejections and negatives.
-
-    ``answers`` (n_annotations, K) are the 0/1 answers and ``present`` the probability
-    that each annotation's class applies to its task (``probas[data.task]``); sums of
-    ``y p``, ``p``, ``(1 - y)(1 - p)`` and ``1 - p`` over each worker's annotations,
-    each (n_workers, K), as four sparse products.
-    """
-    hits = by_worker @ (answers * present)
-    positives = by_worker @ present
-    absent = 1 - present
-    rejections = by_worker @ ((1 - answers) * absent)
-    negatives = by_worker @ absent
-    return hits, positives, rejections, negatives
 
 
 def posterior_rates(
@@ -122,11 +189,7 @@ def posterior_rates(
     -------
     sensitivity, specificity : ndarray of shape (n_workers, n_classes)
     """
-    hits, positives, rejections, negatives = rate_counts(
-        indicator(data.worker, data.n_workers),
-        data.answers.astype(np.float64),
-        probas[data.task],
-    )
+    hits, positives, rejections, negatives = SetDesign.of(data).rate_counts(probas)
     sensitivity = (hits + smoothing) / (positives + 2 * smoothing)
     specificity = (rejections + smoothing) / (negatives + 2 * smoothing)
     return sensitivity, specificity

@@ -22,8 +22,9 @@ Inference is mean-field variational EM with ``q(c_i) q(z_i1) ... q(z_iK)``:
   ``mu``-weighted rates of selection and rejection over worker ``j``'s annotations,
   ``tau_ck`` the ``r``-weighted mean of ``mu_ik``, ``pi_c`` the mean of ``r_ic``.
 
-Both steps are sparse products of the task x annotation and worker x annotation
-indicator matrices with (n_annotations, K) gathers: no loop over tasks or workers.
+Both steps are a sparse product with the (task x worker) count matrix plus a
+bincount over the selected cells (:class:`~crowdlearn.aggregation.label_sets._base.
+SetDesign`): nothing of size n_annotations x K, no loop over tasks or workers.
 
 Simplifications, said plainly: the paper places Beta and Dirichlet priors on the
 parameters and infers their posteriors (full variational Bayes); here the priors enter
@@ -45,16 +46,10 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from scipy.special import entr, expit
 
 from crowdlearn.aggregation._base import IterativeAggregator
 from crowdlearn.aggregation._design import FLOOR, normalise_log
-from crowdlearn.aggregation.label_sets._base import (
-    LabelSetAggregator,
-    indicator,
-    rate_counts,
-    vote_shares,
-)
+from crowdlearn.aggregation.label_sets._base import LabelSetAggregator, SetDesign, vote_shares
 from crowdlearn.data import CrowdDataError, LabelSets
 
 
@@ -142,14 +137,12 @@ class MultiLabelMixture(LabelSetAggregator):
         # The categorical EM loop, applied as is: it only calls the three steps and
         # reads max_iter, tol, progress and data.n_annotations.
         IterativeAggregator._fit(self, data)  # type: ignore[arg-type]
-        del self._by_task, self._by_worker, self._answers
+        del self._design
 
     # ---------------------------------------------------------------- the three steps
 
     def _initialize(self, data: LabelSets) -> None:
-        self._by_task = indicator(data.task, data.n_tasks)
-        self._by_worker = indicator(data.worker, data.n_workers)
-        self._answers = data.answers.astype(np.float64)
+        self._design = SetDesign.of(data)
         self.probas_ = vote_shares(data)
         seeds = kmeans_plus_plus(self.probas_, self.n_clusters, self.random_state)
         self.n_clusters_ = len(seeds)
@@ -157,9 +150,7 @@ class MultiLabelMixture(LabelSetAggregator):
         self.cluster_probas_ = np.eye(self.n_clusters_)[distances.argmin(axis=1)]
 
     def _m_step(self, data: LabelSets) -> None:
-        hits, positives, rejections, negatives = rate_counts(
-            self._by_worker, self._answers, self.probas_[data.task]
-        )
+        hits, positives, rejections, negatives = self._design.rate_counts(self.probas_)
         right = self.smoothing + self.diagonal_prior
         both = 2 * self.smoothing + self.diagonal_prior
         self.sensitivity_ = np.clip((hits + right) / (positives + both), FLOOR, 1 - FLOOR)
@@ -172,22 +163,31 @@ class MultiLabelMixture(LabelSetAggregator):
     def _e_step(self, data: LabelSets) -> float:
         present, absent = self._worker_evidence(data)
         log_tau, log_not_tau = np.log(self.prototypes_), np.log1p(-self.prototypes_)
-        logit = present - absent + self.cluster_probas_ @ (log_tau - log_not_tau)
-        mu = expit(logit)
+        # the clusters' log-prior of each class applying (c1) or not (c0), under q(c)
+        c1, c0 = self.cluster_probas_ @ log_tau, self.cluster_probas_ @ log_not_tau
+        present += c1
+        absent += c0
+        logit = present - absent
+        # one exp serves the sigmoid and the softplus (scipy's expit and np.logaddexp
+        # cost several times more on (n_tasks, K) arrays)
+        small = np.exp(-np.abs(logit))
+        mu = np.where(logit >= 0, 1.0, small) / (1.0 + small)
+        softplus = np.maximum(logit, 0.0) + np.log1p(small)
         scores = np.log(self.cluster_priors_) + mu @ log_tau.T + (1 - mu) @ log_not_tau.T
         self.cluster_probas_, log_norm = normalise_log(scores)
         self.probas_ = mu
-        entropy = entr(mu) + entr(1 - mu)
-        return float(log_norm.sum() + np.sum(mu * present + (1 - mu) * absent + entropy))
+        # mu (present - c1) + (1 - mu)(absent - c0) + H(mu), with mu the maximiser of
+        # the same expression with c1, c0 added: a logaddexp minus the prior terms
+        own = absent + softplus - mu * c1 - (1 - mu) * c0
+        return float(log_norm.sum() + own.sum())
 
     def _worker_evidence(self, data: LabelSets) -> tuple[np.ndarray, np.ndarray]:
         """Per task and class, the log-likelihood of its answers if the class applies
         (``present``) and if it does not (``absent``), (n_tasks, K) each."""
         log_s, log_miss = np.log(self.sensitivity_), np.log1p(-self.sensitivity_)
         log_p, log_false = np.log(self.specificity_), np.log1p(-self.specificity_)
-        worker, answers = data.worker, self._answers
-        present = self._by_task @ (log_miss[worker] + answers * (log_s - log_miss)[worker])
-        absent = self._by_task @ (log_p[worker] + answers * (log_false - log_p)[worker])
+        present = self._design.task_sums(log_miss, log_s)
+        absent = self._design.task_sums(log_p, log_false)
         return present, absent
 
 
