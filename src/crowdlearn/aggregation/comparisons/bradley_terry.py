@@ -122,8 +122,8 @@ def best_shift(theta: np.ndarray, prior: float, steps: int = 3) -> np.ndarray:
     The real comparisons do not see a common shift of the log-strengths, only the
     virtual item does; MM moves the shift by a step of order ``prior / degree`` per
     iteration, the slowest mode by far. Newton steps on ``c`` for the virtual part,
-    ``sum_i theta_i + c - 2 log(1 + exp(theta_i + c))``, solve it directly (the
-    log-likelihood still increases: the comparisons' part is unchanged).
+    ``sum_i theta_i + c - 2 log(1 + exp(theta_i + c))`` (concave in ``c``), solve for
+    it directly; the comparisons' part of the log-likelihood does not change.
     """
     shift = 0.0
     for _ in range(steps):
