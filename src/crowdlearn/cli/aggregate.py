@@ -467,10 +467,10 @@ def _comparisons_dask(
     memory_model = _kinds.make("comparison", strategy, _parse_params(params))
     outputs = Outputs(overwrite, reads=[data])
     out = outputs.folder(output)
-    from crowdlearn.distributed.comparisons import DaskBradleyTerry
+    from crowdlearn.distributed.comparisons import BradleyTerry
     from distributed import Client, LocalCluster
 
-    model = DaskBradleyTerry(**memory_model.get_params(), tie=tie)
+    model = BradleyTerry(**memory_model.get_params())
     if scheduler is None:
         _check_worker_memory(worker_memory)
         cluster = LocalCluster(
@@ -484,7 +484,7 @@ def _comparisons_dask(
     else:
         cluster, client = None, Client(scheduler)
     try:
-        model.fit(data, client=client)
+        model.fit(data, client=client, tie=tie)
     finally:
         client.close()
         if cluster is not None:

@@ -9,7 +9,8 @@ sufficient statistics; the per-task posteriors stay on the workers
 (``write_parquet``). See docs/scale.md.
 
 Methods: :class:`DawidSkene`, :class:`OneCoinDawidSkene`, :class:`MajorityVote`,
-:class:`NaiveSoft`, :class:`GLAD`, :class:`Wawa`. Importing this module needs dask only
+:class:`NaiveSoft`, :class:`GLAD`, :class:`Wawa`; for pairwise comparisons, Bradley-Terry
+in :mod:`crowdlearn.distributed.comparisons`. Importing this module needs dask only
 when a fit runs.
 """
 

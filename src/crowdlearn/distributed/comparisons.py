@@ -1,154 +1,210 @@
-"""Bradley-Terry on the Dask engine: Hunter's MM with each step a map and a reduce.
+"""Bradley-Terry scores of pairwise comparisons on Dask (``dask.distributed``).
 
-The comparisons stay on the workers, one block per partition (item codes, which side
-won, each row's weight). Per iteration the client broadcasts the log-strengths, every
-partition returns its part of the MM denominators (two ``np.bincount`` over its rows,
-:func:`partition_denominators`), and the client sums them and takes the update of
-:class:`~crowdlearn.aggregation.comparisons.BradleyTerry` (the same virtual-item prior
-and the same common-shift step), so both engines reach the same maximum: the in-memory
-estimator accelerates the iterations (SQUAREM), this one takes plain MM steps, and
-their scores agree to the tolerance (``tests/distributed/test_comparisons_dask.py``).
-
-Item codes are the sorted item ids, as :meth:`~crowdlearn.data.Comparisons.from_arrays`
-gives them without declared ids.
+The same model, prior and algorithm as the in-memory
+:class:`crowdlearn.aggregation.comparisons.BradleyTerry` (Hunter's MM algorithm, Annals
+of Statistics 2004, eq. 3, with the virtual-item prior, accelerated by SQUAREM): the
+comparisons stay on the cluster in partitions of rows (any split works, since no step
+needs all the comparisons of an item in one place), and each MM step maps the two sums
+over comparisons (:func:`~crowdlearn.aggregation.comparisons.bradley_terry.pair_sums`,
+and ``pair_logsum`` for SQUAREM's check) over the partitions and adds their
+``n_items``-long results on the client. Items are coded globally in the order
+:meth:`Comparisons.from_arrays` gives them, so the scores equal the in-memory engine's
+up to rounding.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import itertools
+import os
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from crowdlearn.aggregation.comparisons.bradley_terry import BradleyTerry, best_shift
+from crowdlearn._bounds import check_params
+from crowdlearn.aggregation.comparisons import bradley_terry
+from crowdlearn.aggregation.comparisons._base import centred, check_own_params, comparison_rows
+from crowdlearn.aggregation.comparisons.bradley_terry import MMStep, pair_logsum, pair_sums
 from crowdlearn.data import Comparisons, CrowdDataError
+from crowdlearn.data._ids import factorize
+from crowdlearn.distributed._partitions import get_client
 
-#: crowd-kit's layout, read from Parquet.
+#: The columns of a Dask DataFrame of comparisons (crowd-kit's layout).
 COLUMNS = ("worker", "left", "right", "label")
 
 
-def partition_items(frame: pd.DataFrame) -> np.ndarray:
-    """The distinct items of one partition."""
-    return pd.unique(pd.concat([frame["left"], frame["right"]], ignore_index=True))
+@dataclass(frozen=True)
+class ComparisonPart:
+    """One partition of comparison rows in item codes, ties split in two half rows."""
+
+    left: np.ndarray
+    right: np.ndarray
+    winner: np.ndarray
+    weights: np.ndarray | None
 
 
-def partition_rows(frame: pd.DataFrame, item_ids: np.ndarray, tie: Any) -> dict[str, Any]:
-    """One partition's comparisons coded against ``item_ids``, ties split into two
-    half-weight rows (as the in-memory estimator does)."""
-    index = pd.Index(item_ids)
-    left = index.get_indexer(frame["left"]).astype(np.intp)
-    right = index.get_indexer(frame["right"]).astype(np.intp)
-    label = frame["label"].to_numpy()
-    ties = np.zeros(len(frame), bool) if tie is None else (label == tie)
-    left_won = frame["label"].to_numpy() == frame["left"].to_numpy()
-    right_won = frame["label"].to_numpy() == frame["right"].to_numpy()
-    bad = np.flatnonzero(~(left_won | right_won | ties) | (left == right))
+def _part_from_rows(left: Any, right: Any, left_won: Any, weight: Any) -> ComparisonPart:
+    left, right = np.asarray(left, np.intp), np.asarray(right, np.intp)
+    left_won, weight = np.asarray(left_won, bool), np.asarray(weight, np.float64)
+    winner = np.where(left_won, left, right)
+    weights = None if bool(np.all(weight == 1.0)) else weight
+    return ComparisonPart(left, right, winner, weights)
+
+
+def _part_from_frame(frame: pd.DataFrame, items: pd.Index, tie: Any) -> ComparisonPart:
+    """A partition of a (worker, left, right, label) frame, coded by ``items``."""
+    left = items.get_indexer(frame["left"])
+    right = items.get_indexer(frame["right"])
+    label = frame["label"]
+    ties = (label == tie).to_numpy() if tie is not None else np.zeros(len(frame), bool)
+    left_won = (label == frame["left"]).to_numpy() & ~ties
+    right_won = (label == frame["right"]).to_numpy() & ~ties
+    bad = np.flatnonzero(~(left_won | right_won | ties))
     if len(bad):
         raise CrowdDataError(
-            f"{len(bad)} comparison(s) whose label is neither item, or that compare an item "
-            f"with itself, e.g. {frame.iloc[bad[0]].to_dict()}"
+            f"{len(bad)} rows of a partition: the label is neither the left nor the right "
+            "item" + ("" if tie is not None else " (declare the value that means a tie)")
         )
+    if np.any(left == right):
+        raise CrowdDataError("a partition has rows that compare an item with itself")
+    n_ties = int(ties.sum())
     weight = np.where(ties, 0.5, 1.0)
-    # a tie is two rows, one won by each side, each of weight 1/2
-    left = np.concatenate([left, left[ties]])
-    right = np.concatenate([right, right[ties]])
-    left_won = np.concatenate([left_won & ~ties | ties, np.zeros(int(ties.sum()), bool)])
-    weight = np.concatenate([weight, weight[ties]])
-    return {"left": left, "right": right, "left_won": left_won, "weight": weight}
-
-
-def partition_wins(rows: dict[str, Any], n_items: int) -> np.ndarray:
-    """Each item's (weighted) wins in one partition."""
-    winner = np.where(rows["left_won"], rows["left"], rows["right"])
-    return np.bincount(winner, rows["weight"], n_items)
-
-
-def partition_denominators(rows: dict[str, Any], theta: np.ndarray) -> np.ndarray:
-    """One partition's part of the MM denominators, ``sum w / (p_i + p_j)`` per item."""
-    strengths = np.exp(theta)
-    inverse = rows["weight"] / (strengths[rows["left"]] + strengths[rows["right"]])
-    n_items = len(theta)
-    return np.bincount(rows["left"], inverse, n_items) + np.bincount(
-        rows["right"], inverse, n_items
+    return _part_from_rows(
+        np.concatenate([left, left[ties]]),
+        np.concatenate([right, right[ties]]),
+        np.concatenate([left_won | ties, np.zeros(n_ties, bool)]),
+        np.concatenate([weight, np.full(n_ties, 0.5)]),
     )
 
 
-class DaskBradleyTerry(BradleyTerry):
-    """:class:`~crowdlearn.aggregation.comparisons.BradleyTerry` fitted on a Dask cluster.
+def _wins(part: ComparisonPart, n_items: int) -> np.ndarray:
+    weights = np.ones(len(part.winner)) if part.weights is None else part.weights
+    return np.bincount(part.winner, weights, n_items)
 
-    ``fit(data, client)`` takes a Parquet file or folder with columns worker, left, right,
-    label (crowd-kit's layout), a pandas DataFrame in that layout, or a
-    :class:`~crowdlearn.data.Comparisons`; ``scores_`` and ``item_ids_`` end up on the
-    client (one float per item).
 
-    Parameters
-    ----------
-    prior, max_iter, tol
-        As for :class:`~crowdlearn.aggregation.comparisons.BradleyTerry`; here
-        ``max_iter`` counts plain MM steps (default 5000).
-    tie : optional
-        The label value that declares a tie.
+def _sums(part: ComparisonPart, strengths: np.ndarray) -> np.ndarray:
+    return pair_sums(part.left, part.right, part.weights, strengths)
+
+
+def _logsum(part: ComparisonPart, theta: np.ndarray) -> float:
+    return pair_logsum(part.left, part.right, part.weights, theta)
+
+
+def _add(*values: Any) -> Any:
+    return sum(values[1:], values[0])
+
+
+class _DaskMMStep(MMStep):
+    """:class:`MMStep` whose sums over comparisons are mapped over the partitions."""
+
+    def __init__(self, client: Any, parts: list, wins: np.ndarray, prior: float) -> None:
+        super().__init__(wins, prior)
+        self.client = client
+        self.parts = parts
+
+    def _mapped(self, function: Any, vector: np.ndarray) -> Any:
+        shared = self.client.scatter(vector, broadcast=True)
+        futures = [self.client.submit(function, part, shared, pure=False) for part in self.parts]
+        return self.client.submit(_add, *futures, pure=False).result()
+
+    def pair_sums(self, strengths: np.ndarray) -> np.ndarray:
+        return self._mapped(_sums, strengths)
+
+    def pair_logsum(self, theta: np.ndarray) -> float:
+        return float(self._mapped(_logsum, theta))
+
+
+class BradleyTerry(bradley_terry.BradleyTerry):
+    """Bradley-Terry scores on a Dask cluster (same parameters and results as the
+    in-memory :class:`crowdlearn.aggregation.comparisons.BradleyTerry`).
+
+    ``fit(data, client=None, npartitions=None, tie=None)`` takes a
+    :class:`~crowdlearn.data.Comparisons` (split into ``npartitions`` row ranges,
+    default one per worker thread, and scattered), a Dask DataFrame with the columns
+    ``worker, left, right, label`` or a Parquet path of such a table (``tie``: the
+    label value that declares a tie). Sets ``scores_``, ``item_ids_``,
+    ``worker_ids_``, ``n_iter_`` and ``converged_``.
+
+    Examples
+    --------
+    >>> import distributed
+    >>> from crowdlearn.simulate import simulate_comparisons
+    >>> data = simulate_comparisons(range(20), 500, 5, random_state=0)
+    >>> with distributed.Client(processes=False, n_workers=1, dashboard_address=None) as c:
+    ...     scores = BradleyTerry().fit(data, client=c, npartitions=3).scores_
+    >>> from crowdlearn.aggregation.comparisons import BradleyTerry as InMemory
+    >>> bool(np.allclose(scores, InMemory().fit(data).scores_))
+    True
     """
 
-    def __init__(
-        self, prior: float = 0.5, max_iter: int = 5000, tol: float = 1e-6, tie: Any = None
-    ) -> None:
-        super().__init__(prior=prior, max_iter=max_iter, tol=tol)
-        self.tie = tie
-
-    def fit(
-        self, data: Any, client: Any = None, npartitions: int | None = None
-    ) -> DaskBradleyTerry:  # type: ignore[override]
-        from crowdlearn._bounds import check_params
-
-        check_params(type(self).__name__, self.get_params())
-        if client is None:
-            from distributed import get_client
-
-            client = get_client()
-        parts = self._partitions(data, client, npartitions)
-        found = client.gather([client.submit(partition_items, p) for p in parts])
-        item_ids = np.asarray(pd.Index(np.concatenate(found)).unique().sort_values())
+    def fit(  # type: ignore[override]
+        self,
+        data: Any,
+        client: Any = None,
+        npartitions: int | None = None,
+        tie: Any = None,
+    ) -> BradleyTerry:
+        params = self.get_params(deep=False)
+        check_params(type(self).__name__, params)
+        check_own_params(type(self).__name__, params)
+        client = get_client(client)
+        if isinstance(data, Comparisons):
+            parts, item_ids, worker_ids = _scatter(data, client, npartitions)
+        else:
+            parts, item_ids, worker_ids = _from_dask(data, client, tie)
         n_items = len(item_ids)
-        rows = [client.submit(partition_rows, p, item_ids, self.tie) for p in parts]
-        wins = np.sum(client.gather([client.submit(partition_wins, r, n_items) for r in rows]), 0)
-        theta = np.zeros(n_items)
-        self.converged_ = False
-        for n_iter in range(1, self.max_iter + 1):
-            self.n_iter_ = n_iter
-            broadcast = client.scatter(theta, broadcast=True)
-            parts_sums = client.gather(
-                [client.submit(partition_denominators, r, broadcast) for r in rows]
-            )
-            denominator = np.sum(parts_sums, axis=0) + 2.0 * self.prior / (np.exp(theta) + 1.0)
-            updated = best_shift(np.log(wins + self.prior) - np.log(denominator), self.prior)
-            moved = float(np.max(np.abs(updated - theta)))
-            theta = updated
-            if moved < self.tol:
-                self.converged_ = True
-                break
-        self.scores_ = theta - theta.mean()
+        wins = client.submit(
+            _add, *[client.submit(_wins, part, n_items, pure=False) for part in parts]
+        ).result()
+        step = _DaskMMStep(client, parts, wins, self.prior)
+        theta, self.n_iter_, self.converged_ = bradley_terry.squarem(
+            step, np.zeros(n_items), self.max_iter, self.tol
+        )
+        if not np.all(np.isfinite(theta)):
+            raise FloatingPointError(f"{type(self).__name__} produced non-finite scores")
+        self.scores_ = centred(theta)
         self.item_ids_ = item_ids
+        self.worker_ids_ = worker_ids
         return self
 
-    def _partitions(self, data: Any, client: Any, npartitions: int | None) -> list:
-        """Futures of pandas frames in crowd-kit's layout, one per partition."""
-        if isinstance(data, Comparisons):
-            data = data.to_frame()
-        if isinstance(data, pd.DataFrame):
-            missing = [c for c in ("left", "right", "label") if c not in data]
-            if missing:
-                raise CrowdDataError(f"the comparisons need columns {missing}")
-            n = max(1, min(npartitions or 2 * len(client.scheduler_info()["workers"]), len(data)))
-            chunks = np.array_split(np.arange(len(data)), n)
-            return [client.scatter(data.iloc[c]) for c in chunks if len(c)]
-        path = Path(data)
-        if not path.exists():
-            raise CrowdDataError(f"{path}: no such file or directory")
+
+def _scatter(
+    data: Comparisons, client: Any, npartitions: int | None
+) -> tuple[list, np.ndarray, np.ndarray]:
+    rows = comparison_rows(data)
+    if npartitions is None:
+        npartitions = max(1, sum(client.nthreads().values()))
+    bounds = np.linspace(0, len(rows.left), npartitions + 1).astype(int)
+    parts = [
+        _part_from_rows(rows.left[a:b], rows.right[a:b], rows.left_won[a:b], rows.weight[a:b])
+        for a, b in itertools.pairwise(bounds)
+        if b > a
+    ]
+    return client.scatter(parts), data.item_ids, data.worker_ids
+
+
+def _from_dask(source: Any, client: Any, tie: Any) -> tuple[list, np.ndarray, np.ndarray]:
+    if isinstance(source, (str, os.PathLike)):
         import dask.dataframe as dd
 
-        frame = dd.read_parquet(str(path), columns=["left", "right", "label"])
-        if npartitions is not None:
-            frame = frame.repartition(npartitions=npartitions)
-        return client.compute(frame.to_delayed())
+        source = dd.read_parquet(str(source), columns=list(COLUMNS))
+    if not hasattr(source, "map_partitions"):
+        raise TypeError(
+            "BradleyTerry.fit expects a crowdlearn.data.Comparisons, a Dask DataFrame of "
+            f"(worker, left, right, label) or a Parquet path, got {type(source).__name__}"
+        )
+    missing = [c for c in COLUMNS if c not in source.columns]
+    if missing:
+        raise CrowdDataError(f"the comparisons lack the columns {missing}")
+    import dask.dataframe as dd
+
+    items_seen = dd.concat([source["left"], source["right"]]).unique()
+    seen, workers = client.compute([items_seen, source["worker"].unique()], sync=True)
+    _, item_ids = factorize(np.asarray(seen), "item")
+    _, worker_ids = factorize(np.asarray(workers), "worker")
+    items = client.scatter(pd.Index(item_ids), broadcast=True)
+    frames = source.to_delayed()
+    futures = client.compute(frames)
+    parts = [client.submit(_part_from_frame, f, items, tie, pure=False) for f in futures]
+    return parts, item_ids, worker_ids

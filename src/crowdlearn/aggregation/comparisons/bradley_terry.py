@@ -38,12 +38,7 @@ def mm_strengths(
     tol: float,
 ) -> tuple[np.ndarray, int, bool]:
     """Hunter's MM iterations (eq. 3) for BT log-strengths, with the virtual-item prior,
-    accelerated by SQUAREM.
-
-    Each cycle takes two MM steps from ``theta``, extrapolates along them (SQUAREM,
-    Varadhan and Roland, Scandinavian Journal of Statistics 2008, scheme S3), takes one
-    MM step from there and keeps the result if its log-likelihood is not below the
-    second plain step's (otherwise the plain step): the log-likelihood never decreases.
+    accelerated by SQUAREM (:func:`squarem`).
 
     Parameters
     ----------
@@ -65,7 +60,20 @@ def mm_strengths(
     -------
     log_strengths, n_iter, converged
     """
-    step = _MMStep(rows, wins, prior)
+    return squarem(RowsMMStep(rows, wins, prior), start, max_iter, tol)
+
+
+def squarem(
+    step: MMStep, start: np.ndarray, max_iter: int, tol: float
+) -> tuple[np.ndarray, int, bool]:
+    """Iterate ``step`` from ``start``, accelerated by SQUAREM.
+
+    Each cycle takes two MM steps from ``theta``, extrapolates along them (SQUAREM,
+    Varadhan and Roland, Scandinavian Journal of Statistics 2008, scheme S3), takes one
+    MM step from there and keeps the result if its log-likelihood is not below the
+    second plain step's (otherwise the plain step). Stops when a plain step moves no
+    coordinate by more than ``tol``; returns the point, the cycles and convergence.
+    """
     theta = start.copy()
     for n_iter in range(1, max_iter + 1):
         first = step(theta)
@@ -85,35 +93,69 @@ def mm_strengths(
     return theta, max_iter, False
 
 
-class _MMStep:
-    """One MM update of the log-strengths, and the log-likelihood it increases."""
+class MMStep:
+    """One MM update of the BT log-strengths with the virtual-item prior, and the
+    log-likelihood it increases, given the two sums over the comparisons that a
+    subclass computes (in memory, or over partitions on a cluster)."""
 
-    def __init__(self, rows: Rows, wins: np.ndarray, prior: float) -> None:
-        self.rows = rows
+    def __init__(self, wins: np.ndarray, prior: float) -> None:
         self.wins = wins
         self.prior = prior
-        self.weights = None if bool(np.all(rows.weight == 1.0)) else rows.weight
+
+    def pair_sums(self, strengths: np.ndarray) -> np.ndarray:
+        """Per item, ``sum over its comparisons of weight / (p_left + p_right)``."""
+        raise NotImplementedError
+
+    def pair_logsum(self, theta: np.ndarray) -> float:
+        """``sum over comparisons of weight * log(exp(theta_left) + exp(theta_right))``."""
+        raise NotImplementedError
 
     def __call__(self, theta: np.ndarray) -> np.ndarray:
-        rows, n_items = self.rows, self.rows.n_items
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             strengths = np.exp(theta)
-            inverse = 1.0 / (strengths[rows.left] + strengths[rows.right])
-            if self.weights is not None:
-                inverse *= self.weights
-            denominator = np.bincount(rows.left, inverse, n_items)
-            denominator += np.bincount(rows.right, inverse, n_items)
-            denominator += 2.0 * self.prior / (strengths + 1.0)
+            denominator = self.pair_sums(strengths) + 2.0 * self.prior / (strengths + 1.0)
             updated = np.log(self.wins + self.prior) - np.log(denominator)
         return best_shift(updated, self.prior)
 
     def loglik(self, theta: np.ndarray) -> float:
-        rows = self.rows
-        pair = np.logaddexp(theta[rows.left], theta[rows.right])
-        if self.weights is not None:
-            pair = pair * self.weights
         virtual = theta - 2.0 * np.logaddexp(theta, 0.0)
-        return float(np.dot(self.wins, theta) - pair.sum() + self.prior * virtual.sum())
+        pairs = self.pair_logsum(theta)
+        return float(np.dot(self.wins, theta) - pairs + self.prior * virtual.sum())
+
+
+class RowsMMStep(MMStep):
+    """:class:`MMStep` over comparisons held in memory (gathers and ``np.bincount``)."""
+
+    def __init__(self, rows: Rows, wins: np.ndarray, prior: float) -> None:
+        super().__init__(wins, prior)
+        self.rows = rows
+        self.weights = None if bool(np.all(rows.weight == 1.0)) else rows.weight
+
+    def pair_sums(self, strengths: np.ndarray) -> np.ndarray:
+        return pair_sums(self.rows.left, self.rows.right, self.weights, strengths)
+
+    def pair_logsum(self, theta: np.ndarray) -> float:
+        return pair_logsum(self.rows.left, self.rows.right, self.weights, theta)
+
+
+def pair_sums(
+    left: np.ndarray, right: np.ndarray, weights: np.ndarray | None, strengths: np.ndarray
+) -> np.ndarray:
+    """The denominators' comparison part of Hunter's eq. 3 for these rows."""
+    inverse = 1.0 / (strengths[left] + strengths[right])
+    if weights is not None:
+        inverse *= weights
+    sums = np.bincount(left, inverse, len(strengths))
+    sums += np.bincount(right, inverse, len(strengths))
+    return sums
+
+
+def pair_logsum(
+    left: np.ndarray, right: np.ndarray, weights: np.ndarray | None, theta: np.ndarray
+) -> float:
+    """``sum weight * log(exp(theta_left) + exp(theta_right))`` over these rows."""
+    pair = np.logaddexp(theta[left], theta[right])
+    return float(pair.sum() if weights is None else np.dot(weights, pair))
 
 
 def best_shift(theta: np.ndarray, prior: float, steps: int = 3) -> np.ndarray:
@@ -122,8 +164,8 @@ def best_shift(theta: np.ndarray, prior: float, steps: int = 3) -> np.ndarray:
     The real comparisons do not see a common shift of the log-strengths, only the
     virtual item does; MM moves the shift by a step of order ``prior / degree`` per
     iteration, the slowest mode by far. Newton steps on ``c`` for the virtual part,
-    ``sum_i theta_i + c - 2 log(1 + exp(theta_i + c))``, solve it directly (the
-    log-likelihood still increases: the comparisons' part is unchanged).
+    ``sum_i theta_i + c - 2 log(1 + exp(theta_i + c))`` (concave in ``c``), solve for
+    it directly; the comparisons' part of the log-likelihood does not change.
     """
     shift = 0.0
     for _ in range(steps):
