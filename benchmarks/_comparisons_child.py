@@ -49,6 +49,8 @@ def spearman(scores: np.ndarray, truth: np.ndarray) -> float:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     import pandas as pd
 
+    if args.library == "crowdlearn-dask":
+        return measure_dask(args)
     if args.library == "crowdlearn":
         from crowdlearn.aggregation.comparisons import make_aggregator
         from crowdlearn.data import Comparisons
@@ -71,6 +73,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         model.fit(data)
         seconds = time.perf_counter() - start
         peak = status_kib("VmHWM") - before
+        if args.save_scores:
+            save_scores(args.save_scores, data.item_ids, model.scores_)
         return {
             "status": "ok",
             "fit_seconds": seconds,
@@ -109,9 +113,57 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def save_scores(path: str, item_ids: Any, scores: np.ndarray) -> None:
+    """The scores by integer item id (the benchmark's files use ids 0 .. n-1)."""
+    ids = np.asarray(item_ids, dtype=np.int64)
+    out = np.full(int(ids.max()) + 1, np.nan)
+    out[ids] = scores
+    np.save(path, out)
+
+
+def measure_dask(args: argparse.Namespace) -> dict[str, Any]:
+    """Bradley-Terry on a LocalCluster of 2 single-thread worker processes, reading the
+    Parquet file on the workers; the time covers the fit (reading included: the data
+    never passes through this process), not the cluster's start."""
+    from crowdlearn.distributed.comparisons import BradleyTerry
+    from distributed import Client, LocalCluster
+
+    truth = np.load(args.parquet + ".truth.npy")
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            memory_limit="8GB",
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        start = time.perf_counter()
+        model = BradleyTerry().fit(args.parquet, client=client)
+        seconds = time.perf_counter() - start
+    if args.save_scores:
+        save_scores(args.save_scores, model.item_ids_, model.scores_)
+    import pyarrow.parquet as pq
+
+    items = np.asarray(model.item_ids_, dtype=np.int64)
+    return {
+        "status": "ok",
+        "fit_seconds": seconds,
+        "n_comparisons": pq.ParquetFile(args.parquet).metadata.num_rows,
+        "spearman": spearman(model.scores_, truth[items]),
+        "n_iter": model.n_iter_,
+        "n_items": len(items),
+        "version": importlib.metadata.version("crowdlearn"),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--library", choices=("crowdlearn", "crowd-kit"), required=True)
+    parser.add_argument(
+        "--library", choices=("crowdlearn", "crowdlearn-dask", "crowd-kit"), required=True
+    )
+    parser.add_argument("--save-scores", help="Write the scores by item id to this .npy.")
     parser.add_argument("--method", required=True)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--parquet")

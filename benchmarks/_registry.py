@@ -239,6 +239,7 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
             "ratings-speed",
             "comparisons",
             "comparisons-speed",
+            "comparisons-dask",
             "label-sets",
             "label-sets-speed",
         ),

@@ -232,6 +232,57 @@ def write_speed_file(path: Path, n_comparisons: int, n_items: int) -> None:
     np.save(str(path) + ".truth.npy", scores)
 
 
+def dask_rows(big: tuple[int, int], timeout: float) -> list[dict[str, Any]]:
+    """Bradley-Terry on the same Parquet file in memory and on Dask, with the largest
+    difference between their scores."""
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "big.parquet"
+        write_speed_file(path, big[0], big[1])
+        scores = {}
+        for library, run in (("crowdlearn", "file, memory"), ("crowdlearn-dask", "file, dask")):
+            target = Path(folder) / f"{library}.npy"
+            report = child(
+                ["--library", library, "--method", "bt", "--parquet", str(path),
+                 "--save-scores", str(target)],
+                timeout,
+            )  # fmt: skip
+            if report.get("status") == "ok":
+                scores[library] = np.load(target)
+            rows.append(
+                {"run": run, "library": library, "method": f"crowdlearn BradleyTerry ({run})",
+                 "timeout_s": timeout, **report}
+            )  # fmt: skip
+        if len(scores) == 2:
+            gap = float(np.nanmax(np.abs(scores["crowdlearn"] - scores["crowdlearn-dask"])))
+            for row in rows:
+                row["max_score_diff"] = gap
+    return rows
+
+
+DASK = "comparisons-dask"
+
+
+@register(DASK, "Bradley-Terry on 10M comparisons in memory and on Dask, same file")
+def comparisons_dask(out_dir: Path, quick: bool, seeds: int) -> BenchResult:
+    big = BIG_QUICK if quick else BIG_FULL
+    timeout = (SPEED_QUICK if quick else SPEED_FULL)["timeout"]
+    raw = pd.DataFrame(dask_rows(big, timeout))
+    table = speed_table(raw).drop(columns=["crowd-kit / crowdlearn time"])
+    notes = [
+        f"{big[0]:,} comparisons over {big[1]:,} items (standard normal true scores, "
+        "simulate_comparisons with the default worker mix, 1000 workers, seed 0) in one "
+        "Parquet file with integer ids",
+        "memory: a fresh process reads the file into Comparisons (not timed) and fits "
+        "crowdlearn's BT; dask: a fresh process starts a LocalCluster of 2 single-thread "
+        "worker processes (8 GB limit each) and fits crowdlearn.distributed.comparisons."
+        "BradleyTerry on the file, read on the workers (timed: reading, coding, fit)",
+        "max |score diff|: the largest difference between the two engines' scores; peak "
+        "memory is measured for the in-memory fit only",
+    ]
+    return BenchResult(raw=raw, table=table, notes=notes)
+
+
 def quick_methods() -> tuple[tuple[str, str, str], ...]:
     """The quick run's fits: all but crowd-kit's tol=0 variant (a child costs a second
     of imports)."""
@@ -336,9 +387,14 @@ def speed_table(raw: pd.DataFrame) -> pd.DataFrame:
                 else f"{row.get('status')} ({row['timeout_s']:g} s limit)"
                 if row.get("status") == "timeout"
                 else str(row.get("status")),
-                "peak MiB": f"{row['peak_fit_bytes'] / 2**20:.0f}" if ok else "",
+                "peak MiB": f"{row['peak_fit_bytes'] / 2**20:.0f}"
+                if ok and pd.notna(row.get("peak_fit_bytes"))
+                else "",
                 "Spearman": f"{row['spearman']:.4f}" if ok else "",
                 "crowd-kit / crowdlearn time": ratio,
+                "max |score diff|": f"{row['max_score_diff']:.1e}"
+                if pd.notna(row.get("max_score_diff", np.nan))
+                else "",
             }
         )
     return pd.DataFrame(lines)

@@ -47,6 +47,16 @@ def test_quick_speed_run_measures_every_fit_in_a_child(tmp_path):
     assert "crowd-kit / crowdlearn time" in report.read_text()
 
 
+def test_quick_dask_run_gives_the_in_memory_scores(tmp_path):
+    report = run("comparisons-dask", tmp_path, quick=True, seeds=1)
+    raw = pd.read_csv(tmp_path / "comparisons-dask.csv")
+    assert raw["run"].tolist() == ["file, memory", "file, dask"]
+    assert (raw["status"] == "ok").all(), raw.to_dict("records")
+    assert (raw["spearman"] > 0.8).all()
+    assert (raw["max_score_diff"] < 1e-4).all()
+    assert "max |score diff|" in report.read_text()
+
+
 def test_held_out_accuracy_counts_equal_scores_as_half():
     truth = np.array([1.0, 2.0, 3.0])
     left, right = np.array([0, 1, 2]), np.array([1, 2, 0])
