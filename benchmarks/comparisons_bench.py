@@ -232,6 +232,22 @@ def write_speed_file(path: Path, n_comparisons: int, n_items: int) -> None:
     np.save(str(path) + ".truth.npy", scores)
 
 
+#: Files (hence Dask partitions) the big file is split into for the Dask engine.
+DASK_PARTITIONS = 8
+
+
+def split_parquet(path: Path, n_parts: int) -> Path:
+    """The rows of ``path`` as a folder of ``n_parts`` Parquet files (one Dask
+    partition each), with the true scores beside it (``FOLDER.truth.npy``)."""
+    frame = pd.read_parquet(path)
+    folder = path.with_name(path.stem + "-parts")
+    folder.mkdir()
+    for i, rows in enumerate(np.array_split(np.arange(len(frame)), n_parts)):
+        frame.iloc[rows].to_parquet(folder / f"part-{i:02d}.parquet", index=False)
+    np.save(str(folder) + ".truth.npy", np.load(str(path) + ".truth.npy"))
+    return folder
+
+
 def dask_rows(big: tuple[int, int], timeout: float) -> list[dict[str, Any]]:
     """Bradley-Terry on the same Parquet file in memory and on Dask, with the largest
     difference between their scores."""
@@ -239,11 +255,15 @@ def dask_rows(big: tuple[int, int], timeout: float) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "big.parquet"
         write_speed_file(path, big[0], big[1])
+        parts = split_parquet(path, DASK_PARTITIONS)
         scores = {}
-        for library, run in (("crowdlearn", "file, memory"), ("crowdlearn-dask", "file, dask")):
+        for library, run, source in (
+            ("crowdlearn", "file, memory", path),
+            ("crowdlearn-dask", "file, dask", parts),
+        ):
             target = Path(folder) / f"{library}.npy"
             report = child(
-                ["--library", library, "--method", "bt", "--parquet", str(path),
+                ["--library", library, "--method", "bt", "--parquet", str(source),
                  "--save-scores", str(target)],
                 timeout,
             )  # fmt: skip
@@ -276,7 +296,8 @@ def comparisons_dask(out_dir: Path, quick: bool, seeds: int) -> BenchResult:
         "memory: a fresh process reads the file into Comparisons (not timed) and fits "
         "crowdlearn's BT; dask: a fresh process starts a LocalCluster of 2 single-thread "
         "worker processes (8 GB limit each) and fits crowdlearn.distributed.comparisons."
-        "BradleyTerry on the file, read on the workers (timed: reading, coding, fit)",
+        f"BradleyTerry on the same rows split into {DASK_PARTITIONS} Parquet files (one "
+        "partition each), read on the workers (timed: reading, coding, fit)",
         "max |score diff|: the largest difference between the two engines' scores; peak "
         "memory is measured for the in-memory fit only",
     ]

@@ -176,3 +176,32 @@ def test_list_shows_every_kind_with_its_default():
         assert f"default {package.DEFAULT_STRATEGY}" in result.output
         for name in package.STRATEGIES:
             assert name in result.output
+
+
+@pytest.mark.parametrize(
+    ("strategy", "args", "kind"),
+    [
+        ("comparisons", ["--n-task", "25", "--n-comparisons", "400"], "comparison"),
+        ("ratings", ["--n-task", "30", "--feedback", "4"], "rating"),
+        ("ratings", ["--n-task", "30", "-K", "5"], "rating"),
+        ("label-sets", ["--n-task", "30", "-K", "4"], "multilabel"),
+    ],
+)
+def test_simulated_kinds_are_written_and_read_back(tmp_path, strategy, args, kind):
+    result = run("simulate", strategy, *args, "-o", tmp_path / "sim", "--seed", "3")
+    assert result.exit_code == 0, result.output
+    (written,) = [
+        p for p in (tmp_path / "sim").iterdir() if p.name != "truth.csv" and p.suffix == ".csv"
+    ]
+    options = ["--order", "1,2,3,4,5"] if "-K" in args and kind == "rating" else []
+    answers = read_kind(written, kind, order=[1, 2, 3, 4, 5] if options else None)
+    if kind == "comparison":
+        truth = pd.read_csv(tmp_path / "sim" / "truth.csv")
+        assert answers.n_items == len(truth) == 25 and answers.n_annotations == 400
+    else:
+        assert answers.n_tasks == 30 and answers.truth is not None
+    again = run("simulate", strategy, *args, "-o", tmp_path / "again", "--seed", "3")
+    assert again.exit_code == 0
+    assert written.read_bytes() == (tmp_path / "again" / written.name).read_bytes()
+    aggregated = run("aggregate", written, "--kind", kind, *options, "-o", tmp_path / "agg")
+    assert aggregated.exit_code == 0, aggregated.output

@@ -60,6 +60,7 @@ NUMBERS: dict[str, Bounds] = {
     "--labels-per-task": POSITIVE,
     "--load-skew": Bounds(0),
     "--imbalance-ratio": Bounds(1),
+    "--n-comparisons": POSITIVE_INT,
 }
 
 

@@ -19,9 +19,11 @@ from crowdlearn.data import CrowdDataError
 
 if TYPE_CHECKING:
     import numpy as np
+    import pandas as pd
 else:
     # imported on first use: `crowdlearn --help` must not load them
     np = lazy_module("numpy")
+    pd = lazy_module("pandas")
 
 FEATURE_STRATEGY = "crowd-on-features"
 STRATEGY_NAMES = (
@@ -31,7 +33,16 @@ STRATEGY_NAMES = (
     "discrete-difficulty",
     "cmm-gaussians",
     FEATURE_STRATEGY,
+    "label-sets",
+    "ratings",
+    "comparisons",
 )
+#: The simulators of the other answer kinds, and the long file each writes.
+KIND_FILES = {
+    "label-sets": "label_sets.csv",
+    "ratings": "ratings.csv",
+    "comparisons": "comparisons.csv",
+}
 OUTPUT_FILES = {"parquet": "annotations.parquet", "csv": "annotations.csv"}
 #: --n-worker is the number of workers everywhere; some simulators name it differently.
 WORKER_OPTION_NAMES = {
@@ -108,6 +119,47 @@ def _write_outputs(data: Any, info: Any, folder: Path, output_format: str, strat
     }
     with atomic_open(folder / "simulation.json") as handle:
         json.dump(details, handle, indent=1)
+
+
+def _simulate_kind(strategy: str, seed: int, options: dict[str, Any]) -> Any:
+    """A simulated crowd of label sets, ratings or comparisons from the shared options."""
+    from crowdlearn import simulate as simulators
+
+    given = {k: v for k, v in options.items() if v is not None}
+    n_tasks, n_workers = given.get("n_task"), given.get("n_worker")
+    if strategy == "label-sets":
+        kwargs = {"n_tasks": n_tasks, "n_workers": n_workers, "n_classes": given.get("n_classes"),
+                  "labels_per_task": given.get("feedback")}  # fmt: skip
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        return simulators.simulate_label_sets(**kwargs, random_state=seed)
+    if strategy == "ratings":
+        kwargs = {"n_tasks": n_tasks, "n_workers": n_workers, "per_task": given.get("feedback"),
+                  "levels": given.get("n_classes")}  # fmt: skip
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        return simulators.simulate_ratings(**kwargs, random_state=seed)
+    n_items = n_tasks or 100
+    scores = np.random.default_rng(seed).normal(size=n_items)
+    return simulators.simulate_comparisons(
+        scores, given.get("n_comparisons", 20 * n_items), n_workers or 20, random_state=seed
+    )
+
+
+def _kind_frame(data: Any) -> Any:
+    """The long table of a simulated kind, with its truth (a column, or truth.csv's)."""
+    frame = data.to_frame()
+    if data.kind == "comparison":
+        return frame
+    if data.kind == "multilabel":
+        frame["label"] = [json.dumps([_plain(c) for c in s]) for s in frame["label"]]
+        truth = [json.dumps([_plain(c) for c in data.classes[row == 1]]) for row in data.truth]
+    else:
+        truth = data.truth if data.levels is None else data.levels[data.truth.astype(int)]
+    frame["truth"] = np.asarray(truth, dtype=object)[data.task]
+    return frame
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value
 
 
 def _is_json(value: Any) -> bool:
@@ -189,6 +241,11 @@ def _is_json(value: Any) -> bool:
     type=number("--imbalance-ratio"),
     help="Subsample classes to this largest/smallest size ratio.",
 )
+@click.option(
+    "--n-comparisons",
+    type=number("--n-comparisons"),
+    help="comparisons: how many pairs to judge (default 20 per item).",
+)
 @click.option("--overwrite", is_flag=True, help="Replace an existing output folder (as a whole).")
 def simulate(
     strategy: str,
@@ -209,11 +266,31 @@ def simulate(
     crowd-on-features labels real features with groups of simulated workers. Also
     written: matrices.npy (the confusion matrix of each worker) and simulation.json
     (parameters, worker groups, task difficulties).
+
+    The other answer kinds write one long CSV file with a truth column: label-sets
+    (label_sets.csv, sets as JSON lists; see crowdlearn.simulate.simulate_label_sets),
+    ratings (ratings.csv; simulate_ratings) and comparisons (comparisons.csv in
+    crowd-kit's layout, --n-task items with standard normal true scores, truth.csv; see
+    simulate_comparisons for the worker mix).
     """
     from crowdlearn import simulate as simulators
 
     outputs = Outputs(overwrite)
     out = outputs.folder(output)
+    if strategy in KIND_FILES:
+        data = _simulate_kind(strategy, seed, options)
+        written = [KIND_FILES[strategy]]
+        with outputs:
+            with atomic_open(out.staged / KIND_FILES[strategy]) as handle:
+                _kind_frame(data).to_csv(handle, index=False)
+            if strategy == "comparisons":
+                truth = pd.DataFrame({"item": data.item_ids, "score": data.truth})
+                with atomic_open(out.staged / "truth.csv") as handle:
+                    truth.to_csv(handle, index=False)
+                written.append("truth.csv")
+        click.echo(f"{strategy}: {data} -> {output}: {', '.join(written)}")
+        return
+    options.pop("n_comparisons", None)
     options["seed"] = seed
     for old, new in WORKER_OPTION_NAMES.get(strategy, {}).items():
         options[new] = options.pop(old)
