@@ -175,7 +175,9 @@ class TextFeaturizer:
             },
         )
         if self.analyzer not in TEXT_ANALYZERS:
-            raise ValueError(f"{name}: analyzer must be one of {TEXT_ANALYZERS}, got {self.analyzer!r}")
+            raise ValueError(
+                f"{name}: analyzer must be one of {TEXT_ANALYZERS}, got {self.analyzer!r}"
+            )
         _check_range(name, "ngram_range", self.ngram_range)
         _check_range(name, "char_ngram_range", self.char_ngram_range)
 
@@ -205,7 +207,9 @@ class TextFeaturizer:
             try:
                 vectorizer.fit(values)
             except ValueError as error:  # an empty vocabulary, min_df above the count
-                raise CrowdDataError(f"TextFeaturizer: no features from the texts ({error})") from None
+                raise CrowdDataError(
+                    f"TextFeaturizer: no features from the texts ({error})"
+                ) from None
             vocabulary = vectorizer.vocabulary_
             vocabularies.append(sorted(vocabulary, key=vocabulary.__getitem__))
             idfs.append(np.asarray(vectorizer.idf_, dtype=np.float64))
@@ -221,7 +225,9 @@ class TextFeaturizer:
                 svd = TruncatedSVD(n_components=k, random_state=self.random_state)
                 self.components_ = svd.fit(tfidf).components_.astype(np.float64)
         self.n_features_out_ = (
-            sum(len(v) for v in vocabularies) if self.components_ is None else len(self.components_)
+            sum(len(v) for v in vocabularies)
+            if self.components_ is None
+            else len(self.components_)
         )
         return self
 
@@ -467,7 +473,8 @@ def images_by_task(folder: str | os.PathLike[str], task_ids: Sequence[Any]) -> l
         raise CrowdDataError(f"{root}: several images for tasks {show(doubled)}")
     if missing:
         raise CrowdDataError(
-            f"{root}: no image for tasks {show(missing)} (expected e.g. {root / str(missing[0])}.png)"
+            f"{root}: no image for tasks {show(missing)} "
+            f"(expected e.g. {root / str(missing[0])}.png)"
         )
     return paths
 
