@@ -39,6 +39,7 @@ MODULES = (
     "learning_music",
     "learning_no_truth",
     "peerannot_simulations",
+    "raw_text",
     "read_parquet",
     "real_aggregation",
     "scale",
