@@ -14,6 +14,7 @@ from text_toys import text_crowd, texts_of
 
 from crowdlearn.aggregation import MajorityVote
 from crowdlearn.data import CrowdData, CrowdDataError
+from crowdlearn.data.inputs import ImageFolderInputs
 from crowdlearn.learning import BaseLearner, Ensemble, TwoStage
 from crowdlearn.learning.featurizers import (
     ImageFeaturizer,
@@ -268,7 +269,7 @@ def test_images_are_read_lazily_in_batches(tmp_path, monkeypatch):
         ImageFeaturizer(size=(4, 4)),
         valid=None,
     )
-    sizes = []
+    sizes: list[int] = []
     real_take = type(inputs).take
     monkeypatch.setattr(
         type(inputs), "take", lambda self, rows: sizes.append(len(rows)) or real_take(self, rows)
@@ -276,6 +277,36 @@ def test_images_are_read_lazily_in_batches(tmp_path, monkeypatch):
     opened.clear()
     assert model.predict_proba(paths).shape == (2000, 2)
     assert len(opened) == 2000 and max(sizes) == 4 * 16 and sum(sizes) == 2000
+
+
+def test_training_on_many_images_reads_one_batch_at_a_time(tmp_path, monkeypatch):
+    pytest.importorskip("PIL")
+    (source,) = write_images(tmp_path / "one", [(10, 200, 10)])
+    paths = []
+    for index in range(600):
+        link = tmp_path / f"{index}.png"
+        link.symlink_to(source)
+        paths.append(str(link))
+    crowd = CrowdData.from_arrays(np.arange(600), np.zeros(600, int), np.arange(600) % 2)
+    sizes: list[int] = []
+    real_take = ImageFolderInputs.take
+    monkeypatch.setattr(
+        ImageFolderInputs,
+        "take",
+        lambda self, rows: sizes.append(len(rows)) or real_take(self, rows),
+    )
+    learner = TwoStage(backbone="cnn", hidden=(4,), max_epochs=1, batch_size=32, progress=False)
+    fit_on_items(learner, crowd, paths, ImageFeaturizer(size=(4, 4)), valid=None)
+    assert sum(sizes) >= 600 and max(sizes) <= 32
+
+
+def test_featurizer_reprs_name_the_changed_parameters():
+    assert repr(TextFeaturizer(svd_components=10)) == "TextFeaturizer(svd_components=10)"
+    assert repr(ImageFeaturizer()) == "ImageFeaturizer()"
+    assert (
+        repr(SentenceTransformerFeaturizer("m"))
+        == "SentenceTransformerFeaturizer(model_name_or_path='m')"
+    )
 
 
 def test_images_by_task_names_the_missing_task(tmp_path):

@@ -66,6 +66,13 @@ def _check_range(owner: str, name: str, value: Any) -> tuple[int, int]:
     return int(value[0]), int(value[1])
 
 
+def _repr(featurizer: Any) -> str:
+    """``Name(param=value, ...)`` with the parameters that differ from the defaults."""
+    defaults = type(featurizer)().get_params()
+    changed = {k: v for k, v in featurizer.get_params().items() if v != defaults[k]}
+    return f"{type(featurizer).__name__}({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
+
+
 def as_texts(texts: Any, what: str = "texts") -> list[str]:
     """The texts as a list of str; a missing text (None, NaN) or a non-text value is a
     CrowdDataError naming its positions."""
@@ -159,9 +166,7 @@ class TextFeaturizer:
         }
 
     def __repr__(self) -> str:
-        defaults = TextFeaturizer().get_params()
-        changed = {k: v for k, v in self.get_params().items() if v != defaults[k]}
-        return f"TextFeaturizer({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
+        return _repr(self)
 
     def _check(self) -> None:
         name = type(self).__name__
@@ -325,6 +330,9 @@ class SentenceTransformerFeaturizer:
         self.normalize = normalize
         self.device = device
 
+    def __repr__(self) -> str:
+        return _repr(self)
+
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The constructor's parameters."""
         return {
@@ -403,6 +411,9 @@ class ImageFeaturizer:
     def __init__(self, size: tuple[int, int] = (32, 32), mode: str = "RGB") -> None:
         self.size = size
         self.mode = mode
+
+    def __repr__(self) -> str:
+        return _repr(self)
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The constructor's parameters."""
