@@ -83,6 +83,7 @@ def test_svd_and_max_features_reach_the_featurizer(text_files):
             "--features .* and --text-column sentence: give the tasks' instances one way",
         ),
         (("--max-features", "10"), "--max-features.* need raw items"),
+        (("--text-column", "sentence", "--test-features", "F"), "--test-features cannot go"),
         (("--text-column", "sentence", "--image-size", "8"), "--image-size applies to images"),
         (("--text-column", "sentence", "--max-features", "0"), "--max-features"),
         (
@@ -100,6 +101,12 @@ def test_errors_are_one_line(text_files, extra, message):
     lines = result.output.strip().splitlines()
     assert re.search(message, lines[-1]), result.output
     assert not (folder / "out").exists()
+
+
+def test_a_registry_dataset_is_refused_with_raw_items(tmp_path):
+    result = run("labelme", *QUICK, "--texts", __file__, "-o", tmp_path / "out")
+    assert result.exit_code == 2
+    assert "--texts: raw items go with a crowd data file; labelme is a registry" in result.output
 
 
 def test_rows_of_one_task_with_different_texts_name_the_task(text_files):

@@ -50,16 +50,16 @@ def chosen_source(
     return None if option in (None, "--features") else option
 
 
-def check_combination(
-    option: str, data: str, registry: bool, valid_mode: str, modes: tuple[str, ...], test: Any
-) -> None:
-    """Refuse what cannot go with raw items: a registry dataset with a column option,
-    validation or test features (they would not pass through the featuriser)."""
-    if registry and option in ("--text-column", "--image-column"):
+def check_combination(option: str, data: str, registry: bool, valid_mode: str, test: Any) -> None:
+    """Refuse what cannot go with raw items: a registry dataset (its validation and
+    test splits are features), validation or test features (they would not pass
+    through the featuriser)."""
+    if registry:
         raise CrowdDataError(
-            f"{option} reads a column of the data file; {data} is a registry dataset"
+            f"{option}: raw items go with a crowd data file; {data} is a registry dataset, "
+            "whose tasks already have features"
         )
-    if valid_mode not in modes:
+    if valid_mode not in ("crowd", "none"):
         raise CrowdDataError(
             f"--valid {valid_mode}: validation features cannot go with {option} (the "
             "featuriser makes the features); use --valid crowd or none"

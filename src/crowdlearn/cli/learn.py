@@ -519,7 +519,7 @@ def learn(
         _check_grid(method, grid, fixed, mode)
     registry = data in _registry_names()
     if raw is not None:
-        check_combination(raw, data, registry, mode, VALID_MODES, test_features)
+        check_combination(raw, data, registry, mode, test_features)
     reads = [
         *(input_paths(data, root) if registry else [data]),
         features,
