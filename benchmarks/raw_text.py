@@ -285,11 +285,20 @@ def bench_raw_text(out: Path, quick: bool, seeds: int) -> BenchResult:
     table = summary_table(raw)
     n_test = test["task"].nunique()
     positives = int(test.drop_duplicates("task")["expert"].sum())
-    mine, hand = (raw.loc[raw["arm"] == a, "accuracy"] for a in ("built-in", "by hand"))
+    mine, hand = (raw.loc[raw["arm"] == a] for a in ("built-in", "by hand"))
+    accuracy = mine["accuracy"].mean(), hand["accuracy"].mean()
+    spread = max(mine["accuracy"].std(ddof=1), hand["accuracy"].std(ddof=1)) if seeds > 1 else 0
+    error = np.sqrt(np.mean(accuracy) * (1 - np.mean(accuracy)) / max(n_test, 1))
     summary = (
-        f"Built-in featuriser {mine.mean():.3f} vs features by hand {hand.mean():.3f} test "
-        f"accuracy (difference {mine.mean() - hand.mean():+.3f}; seed spread "
-        f"{max(mine.std(ddof=1), hand.std(ddof=1)) if seeds > 1 else float('nan'):.3f})."
+        f"Built-in featuriser {accuracy[0]:.3f} vs features by hand {accuracy[1]:.3f} test "
+        f"accuracy (difference {accuracy[0] - accuracy[1]:+.3f}; seed spread {spread:.3f}; "
+        f"standard error of one accuracy on the {n_test} test units {error:.3f}), AUC "
+        f"{mine['auc'].mean():.3f} vs {hand['auc'].mean():.3f}: "
+        + (
+            "the same within noise (less than two standard errors apart)."
+            if abs(accuracy[0] - accuracy[1]) < 2 * error
+            else "a difference of two standard errors or more."
+        )
     )
     notes = [
         f"data root: {root} ($CROWDLEARN_DATA); {counts['judgments']} judgments on "
