@@ -43,6 +43,7 @@ MODULES = (
     "learning_no_truth",
     "peerannot_simulations",
     "ratings",
+    "raw_text",
     "read_parquet",
     "real_aggregation",
     "scale",

@@ -223,6 +223,7 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
             "leaderboard",
             "leaderboard-no-truth",
             "confusion-recovery",
+            "raw-text",
         ),
     ),
     "self-crowd": ("Self-Crowd (Self-Crowd paper)", ("self-crowd-protocol", "self-crowd")),

@@ -42,6 +42,10 @@ NUMBERS: dict[str, Bounds] = {
     "--dropout": PARAMS["dropout"],
     "--valid-share": PARAMS["valid_share"],
     "--crowd-folds": PARAMS["crowd_folds"],
+    # learn on raw items (texts, images)
+    "--max-features": POSITIVE_INT,
+    "--svd-components": POSITIVE_INT,
+    "--image-size": Bounds(1, 4096, integer=True),
     # report
     "--max-worker-rows": Bounds(2, integer=True),
     "--max-task-rows": Bounds(2, integer=True),

@@ -13,6 +13,7 @@ from crowdlearn._lazy import lazy_module
 from crowdlearn.cli._app import cli, without_timings
 from crowdlearn.cli._numbers import number
 from crowdlearn.cli._output import Outputs
+from crowdlearn.cli._raw_items import check_combination, chosen_source, make_featurizer, raw_items
 from crowdlearn.cli._reading import input_paths, reading_options
 from crowdlearn.data import CrowdDataError
 
@@ -231,6 +232,7 @@ def learning_outputs(model: Any, data: CrowdData, test: Any) -> dict[str, Any]:
             "temperature": float(getattr(model, "temperature_", 1.0)),
             "temperatures": getattr(model, "temperatures_", None),
             "standardized": getattr(model, "scaler_", None) is not None,
+            "featurizer": repr(getattr(model, "featurizer_", None)),
         },
         "history": without_timings(model.history_),
     }
@@ -307,6 +309,51 @@ def _float_or_none(value: Any) -> float | None:
     type=click.Path(exists=True, dir_okay=False),
     help="Task features: .npy/.txt aligned with task codes, or a CSV/Parquet table "
     "with a task column.",
+)
+@click.option(
+    "--text-column",
+    metavar="COLUMN",
+    help="Train on raw texts: the column of DATA (a long file) holding each task's text "
+    "(the rows of a task must agree); featurised by TF-IDF, saved with the model.",
+)
+@click.option(
+    "--texts",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Train on raw texts from a CSV/Parquet table of task id and text (columns "
+    "task,text, else the first two).",
+)
+@click.option(
+    "--image-column",
+    metavar="COLUMN",
+    help="Train on images: the column of DATA holding each task's image path, relative "
+    "to DATA's folder (read in batches; backbone cnn unless --backbone).",
+)
+@click.option(
+    "--images",
+    type=click.Path(exists=True, file_okay=False),
+    help="Train on images: a folder with one image per task, named by the task id "
+    "(FOLDER/<task>.png, .jpg...).",
+)
+@click.option(
+    "--max-features",
+    type=number("--max-features"),
+    help="With texts: TF-IDF vocabulary size (default 5000; word uni- and bigrams).",
+)
+@click.option(
+    "--svd-components",
+    type=number("--svd-components"),
+    help="With texts: reduce the TF-IDF vectors to this many dimensions (truncated SVD).",
+)
+@click.option(
+    "--text-model",
+    metavar="NAME",
+    help="With texts: embed them with this sentence-transformers model instead of TF-IDF "
+    "(needs the optional extra: pip install 'crowdlearn[text]').",
+)
+@click.option(
+    "--image-size",
+    type=number("--image-size"),
+    help="With images: resize every image to SIZE x SIZE pixels (default 32).",
 )
 @click.option(
     "--valid",
@@ -404,13 +451,22 @@ def learn(
     quiet: bool,
     overwrite: bool,
     list_: bool,
+    text_column: str | None,
+    texts: str | None,
+    image_column: str | None,
+    images: str | None,
+    max_features: int | None,
+    svd_components: int | None,
+    text_model: str | None,
+    image_size: int | None,
     **training: Any,
 ) -> None:
     """Train a classifier from the crowd annotations in DATA.
 
     DATA is a registry dataset name (e.g. labelme: its test split is scored) or a crowd
     data file in any supported format whose tasks have features (features.npy of a
-    peerannot folder, or --features).
+    peerannot folder, or --features), or raw items: each task's text (--text-column,
+    --texts) or image (--image-column, --images), featurised and saved with the model.
 
     The epoch is chosen without ground truth by default (--valid crowd); a registry
     dataset's validation split is used only with --valid split.
@@ -425,6 +481,25 @@ def learn(
     if data is None or method is None or output is None:
         raise click.UsageError("DATA, --method and --output are required (or use --list)")
     _check_device(training.get("device"))
+    raw = chosen_source(features, text_column, texts, image_column, images)
+    raw_value = {
+        "--text-column": text_column,
+        "--texts": texts,
+        "--image-column": image_column,
+        "--images": images,
+    }.get(raw or "")
+    featurizer = None
+    if raw is not None:
+        featurizer = make_featurizer(
+            raw, max_features, svd_components, text_model, image_size, training.get("seed")
+        )
+        if raw in ("--image-column", "--images") and training.get("backbone") is None:
+            training["backbone"] = "cnn"
+    elif (max_features, svd_components, text_model, image_size) != (None,) * 4:
+        raise CrowdDataError(
+            "--max-features, --svd-components, --text-model and --image-size need raw items "
+            "(--text-column, --texts, --image-column or --images)"
+        )
     names = {"epochs": "max_epochs", "seed": "random_state"}
     overrides = {names.get(k, k): v for k, v in training.items() if v not in (None, ())}
     if "hidden" in overrides:
@@ -443,9 +518,13 @@ def learn(
     if grid:
         _check_grid(method, grid, fixed, mode)
     registry = data in _registry_names()
+    if raw is not None:
+        check_combination(raw, data, registry, mode, test_features)
     reads = [
         *(input_paths(data, root) if registry else [data]),
         features,
+        texts,
+        images,
         None if mode in VALID_MODES else mode,
         valid_labels,
         test_features,
@@ -462,6 +541,13 @@ def learn(
             "file (use --valid crowd, or --valid FILE --valid-labels LABELS)"
         )
     crowd, split, test = _source(data, root, features, duplicates)
+    if raw is not None:
+        items = raw_items(raw, raw_value, data, crowd)
+        featurizer.fit(items)
+        made = featurizer.transform(items)
+        crowd = (
+            crowd.with_features(made) if isinstance(made, np.ndarray) else crowd.with_inputs(made)
+        )
     test = _pair(test_features, test_labels, "test") or test
     chosen: Any
     if mode == "split":
@@ -487,6 +573,8 @@ def learn(
         model = found.best_learner
     else:
         model.fit(crowd, valid=chosen)
+    if featurizer is not None:
+        model.featurizer_ = featurizer
     results = learning_outputs(model, crowd, test)
     with outputs:
         folder = out.staged

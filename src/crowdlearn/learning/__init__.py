@@ -5,7 +5,8 @@ default), an optional noise model of the crowd, and a recipe; one shared trainer
 every method (mini-batches of tasks with their annotations, optimiser, validation-based
 model selection, early stopping, seeding, checkpoints). Every learner follows the
 scikit-learn contract: ``fit(data, valid=None)``, ``predict_proba(X)``, ``predict(X)``,
-``history_``, and ``save``/``load``.
+``history_``, and ``save``/``load``. Raw texts and image files are trained on through
+a featuriser (:mod:`crowdlearn.learning.featurizers`, :func:`fit_on_items`).
 """
 
 from crowdlearn.aggregation import (
@@ -28,6 +29,12 @@ from crowdlearn.learning.dl_em import DLEM
 from crowdlearn.learning.doctor_net import DoctorNet
 from crowdlearn.learning.doctor_net_weighted import DoctorNetWeighted
 from crowdlearn.learning.ensemble import Ensemble, member_specs
+from crowdlearn.learning.featurizers import (
+    ImageFeaturizer,
+    SentenceTransformerFeaturizer,
+    TextFeaturizer,
+    fit_on_items,
+)
 from crowdlearn.learning.geocrowdnet import GeoCrowdNet
 from crowdlearn.learning.iced import ICED
 from crowdlearn.learning.madl import MaDL
@@ -160,16 +167,20 @@ __all__ = [
     "DoctorNetWeighted",
     "Ensemble",
     "GeoCrowdNet",
+    "ImageFeaturizer",
     "MaDL",
     "MaxMIG",
     "SearchResult",
     "SelfCrowd",
+    "SentenceTransformerFeaturizer",
     "SmallCNN",
     "Supervised",
+    "TextFeaturizer",
     "TraceReg",
     "TwoStage",
     "UnionNet",
     "build_backbone",
+    "fit_on_items",
     "make_learner",
     "register_learner",
     "search",

@@ -227,6 +227,10 @@ class BaseLearner(BaseEstimator):
         holds every fold's epochs, with a ``fold`` column; ``selection_score_`` is the
         folds' mean; the noise model and the other fitted attributes are the last
         fold's).
+    featurizer_ : featuriser or None
+        Set by :func:`~crowdlearn.learning.featurizers.fit_on_items` (raw texts or
+        image paths): ``predict_proba`` then featurises raw items with it, and
+        ``save`` writes its fitted state into the model file.
     """
 
     #: Whether the method needs worker identities.
@@ -303,6 +307,7 @@ class BaseLearner(BaseEstimator):
             inner = None if isinstance(valid, str) and valid == "crowd" else valid
             self._fit(data, as_validator(inner, data.n_classes))
             return self
+        self.featurizer_ = None  # fit_on_items sets it after the fit
         token = _INSIDE_FIT.set(True)
         try:
             self._fit_outer(data, valid)
@@ -515,9 +520,19 @@ class BaseLearner(BaseEstimator):
     def _user_inputs(self, X: Any) -> TaskInputs:
         """The user's instances as the classifier sees them (standardised with
         ``scaler_`` when the fit standardised its inputs)."""
-        inputs = as_inputs(X)
+        inputs = as_inputs(self._featurised(X))
         scaler = getattr(self, "scaler_", None)
         return inputs if scaler is None else ScaledInputs(inputs, *scaler)
+
+    def _featurised(self, X: Any) -> Any:
+        """Raw items (texts, image paths) through the learner's ``featurizer_`` (set
+        by :func:`~crowdlearn.learning.featurizers.fit_on_items`); other ``X`` as is."""
+        featurizer = getattr(self, "featurizer_", None)
+        if featurizer is None:
+            return X
+        from crowdlearn.learning.featurizers import is_raw
+
+        return featurizer.transform(X) if is_raw(X) else X
 
     def predict(self, X: Any) -> np.ndarray:
         """Most probable class code of new instances."""
@@ -526,7 +541,12 @@ class BaseLearner(BaseEstimator):
     def save(self, path: str | os.PathLike[str]) -> None:
         """Save the fitted learner (parameters, weights, learned state) to one file."""
         self._check_fitted()
-        write_torch(self._payload(), path)
+        payload = self._payload()
+        if getattr(self, "featurizer_", None) is not None:
+            from crowdlearn.learning.featurizers import featurizer_state
+
+            payload["featurizer"] = featurizer_state(self.featurizer_)
+        write_torch(payload, path)
 
     def _payload(self) -> dict[str, Any]:
         """What :meth:`save` writes: plain objects and CPU tensors."""
@@ -554,7 +574,12 @@ class BaseLearner(BaseEstimator):
         learner_class = getattr(__import__(module_name, fromlist=[class_name]), class_name)
         if not issubclass(learner_class, cls):
             raise TypeError(f"{path} holds a {class_name}, not a {cls.__name__}")
-        return learner_class._from_payload(payload, device)
+        learner = learner_class._from_payload(payload, device)
+        if payload.get("featurizer") is not None:
+            from crowdlearn.learning.featurizers import featurizer_from_state
+
+            learner.featurizer_ = featurizer_from_state(payload["featurizer"])
+        return learner
 
     @classmethod
     def _from_payload(cls, payload: dict[str, Any], device: str) -> BaseLearner:

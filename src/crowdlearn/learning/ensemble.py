@@ -194,6 +194,7 @@ class Ensemble(BaseLearner):
     def predict_proba(self, X: Any) -> np.ndarray:
         """The members' mean class probabilities, shape (n, n_classes)."""
         self._check_fitted()
+        X = self._featurised(X)
         total = None
         for member in self.members_:
             probas = member.predict_proba(X)
