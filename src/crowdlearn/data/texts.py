@@ -78,8 +78,7 @@ class Texts(KindData):
         text = _texts(text, "text")
         if not (len(task) == len(worker) == len(text)):
             raise CrowdDataError(
-                f"task, worker and text differ in length: {len(task)}, {len(worker)}, "
-                f"{len(text)}"
+                f"task, worker and text differ in length: {len(task)}, {len(worker)}, {len(text)}"
             )
         if len(task) == 0:
             raise CrowdDataError("empty data: there are no annotations")
