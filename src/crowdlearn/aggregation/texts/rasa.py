@@ -78,7 +78,8 @@ def char_embedding(
     if k < 2:
         return matrix.toarray().astype(np.float64)
     svd = TruncatedSVD(n_components=k, random_state=random_state)
-    return svd.fit_transform(matrix).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):  # explained variance of 0 / 0
+        return svd.fit_transform(matrix).astype(np.float64)
 
 
 def _embed(estimator: Any, data: Texts) -> np.ndarray:
