@@ -233,7 +233,7 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     # label sets, ratings and comparisons (issue 28): each kind adds its benchmarks here
     "answer-kinds": (
         "Answer kinds: label sets, ratings, comparisons",
-        ("ratings", "ratings-simulated", "ratings-speed"),
+        ("ratings", "ratings-simulated", "ratings-speed", "texts"),
     ),
 }
 

@@ -171,7 +171,9 @@ class RASA(BaseTextAggregator):
     alpha : float, default 0.05
         Confidence level of the chi-squared quantile in the reliabilities.
     max_iter : int, default 100
-    tol : float, default 1e-9
+    tol : float, default 1e-5
+        Stop when the centres' relative squared change is below it (crowd-kit 1.4.2's
+        TextRASA default: with the same embeddings the two choose the same answers).
     random_state : int, default 0
         Seed of the default embedding's SVD.
 
@@ -205,7 +207,7 @@ class RASA(BaseTextAggregator):
         n_components: int = 100,
         alpha: float = 0.05,
         max_iter: int = 100,
-        tol: float = 1e-9,
+        tol: float = 1e-5,
         random_state: int | None = 0,
     ) -> None:
         self.embedding = embedding
@@ -285,7 +287,7 @@ class HRRASA(RASA):
         n_components: int = 100,
         alpha: float = 0.05,
         max_iter: int = 100,
-        tol: float = 1e-9,
+        tol: float = 1e-5,
         random_state: int | None = 0,
         lambda_emb: float = 0.5,
         lambda_out: float = 0.5,
