@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         student_teacher,
     )
     from crowdlearn.simulate.ratings import simulate_ratings
+    from crowdlearn.simulate.texts import simulate_texts
 
     #: Command-line name of each simulator that needs no data set.
     STRATEGIES: dict[str, Callable[..., object]]
@@ -83,6 +84,7 @@ __getattr__, __dir__ = attach(
         "independent_confusion": ".peerannot",
         "student_teacher": ".peerannot",
         "simulate_ratings": ".ratings",
+        "simulate_texts": ".texts",
     },
     factories={"STRATEGIES": _strategies},
 )
@@ -101,6 +103,7 @@ __all__ = [
     "independent_confusion",
     "make_imbalanced",
     "simulate_ratings",
+    "simulate_texts",
     "student_teacher",
     "write_synthetic_parquet",
 ]
