@@ -172,3 +172,17 @@ def test_registry():
     assert make_aggregator("hrrasa", lambda_emb="0.25").lambda_emb == 0.25
     with pytest.raises(ValueError, match="alpha"):
         make_aggregator("rasa", alpha=2.0).fit(Texts.from_arrays([0], [0], ["a"]))
+
+
+def test_rasa_agrees_with_crowdkit_textrasa_on_the_same_embedding():
+    ck = pytest.importorskip("crowdkit.aggregation")
+    from crowdlearn.aggregation.texts import char_embedding
+    from crowdlearn.simulate import simulate_texts
+
+    data = simulate_texts(n_tasks=40, n_workers=10, per_task=4, spammers=0.2, random_state=0)
+    vectors = char_embedding(data.text.tolist(), n_components=20)
+    lookup = dict(zip(data.text.tolist(), vectors, strict=True))
+    frame = data.to_frame()
+    theirs = ck.TextRASA(encoder=lookup.__getitem__).fit_predict(frame, None)
+    ours = RASA(embedding=lambda texts: np.array([lookup[t] for t in texts])).fit(data)
+    assert _texts_by_task(ours) == theirs.to_dict()
