@@ -49,7 +49,7 @@ AUTHORS = {
 }
 CONTROL = "rover (lower-cased input)"
 QUICK_TASKS = 30
-QUICK_OURS = ("rover", "weighted-rover")
+QUICK_OURS = ("rover",)
 QUICK_CROWDKIT = ("ROVER",)
 CHILD = Path(__file__).with_name("_texts_fit.py")
 #: The issue's goals.
