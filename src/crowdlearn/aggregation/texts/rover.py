@@ -71,28 +71,25 @@ def word_network(answers: list[list[int]]) -> list[list[int]]:
     for done, words in enumerate(answers[1:], start=1):
         n, m = len(words), len(slots)
         previous = list(range(m + 1))
-        back = [bytes([_SKIP]) * (m + 1)]
+        back = [[_SKIP] * (m + 1)]
+        skip_costs = [0 if NULL in slot else 1 for slot in members]
         for i in range(1, n + 1):
             word = words[i - 1]
             current = [i]
-            moves = bytearray(m + 1)
-            moves[0] = _INSERT
-            left = i
-            for j in range(1, m + 1):
-                slot = members[j - 1]
-                best = previous[j - 1] + (word not in slot)
+            moves = [_INSERT]
+            left, diagonal = i, previous[0]
+            for up, slot, skip_cost in zip(previous[1:], members, skip_costs, strict=True):
+                best = diagonal if word in slot else diagonal + 1
                 move = _DIAGONAL
-                skip = left + (NULL not in slot)
-                if skip < best:
-                    best, move = skip, _SKIP
-                insert = previous[j] + 1
-                if insert < best:
-                    best, move = insert, _INSERT
+                if left + skip_cost < best:
+                    best, move = left + skip_cost, _SKIP
+                if up + 1 < best:
+                    best, move = up + 1, _INSERT
                 current.append(best)
-                moves[j] = move
-                left = best
+                moves.append(move)
+                left, diagonal = best, up
             previous = current
-            back.append(bytes(moves))
+            back.append(moves)
         merged: list[list[int]] = []
         merged_members: list[set[int]] = []
         i, j = n, m
