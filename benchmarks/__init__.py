@@ -49,6 +49,7 @@ MODULES = (
     "scale",
     "self_crowd",
     "startup",
+    "texts",
 )
 
 __all__ = ["BENCHMARKS", "BenchResult", "machine_description", "run"]

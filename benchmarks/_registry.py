@@ -233,7 +233,7 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     "identification": ("Identification", ("identify",)),
     # label sets, ratings and comparisons (issue 28): each kind adds its benchmarks here
     "answer-kinds": (
-        "Answer kinds: label sets, ratings, comparisons",
+        "Answer kinds: label sets, ratings, comparisons, texts",
         (
             "ratings",
             "ratings-simulated",
@@ -243,6 +243,7 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
             "comparisons-dask",
             "label-sets",
             "label-sets-speed",
+            "texts",
         ),
     ),
 }

@@ -20,7 +20,7 @@ from crowdlearn._lazy import attach
 
 if TYPE_CHECKING:
     from crowdlearn.aggregation import MajorityVote, NaiveSoft
-    from crowdlearn.data import Comparisons, CrowdData, CrowdDataError, LabelSets, Ratings
+    from crowdlearn.data import Comparisons, CrowdData, CrowdDataError, LabelSets, Ratings, Texts
 
 
 def _version() -> str:
@@ -41,6 +41,7 @@ __getattr__, __dir__ = attach(
         "LabelSets": "crowdlearn.data.label_sets",
         "Ratings": "crowdlearn.data.ratings",
         "Comparisons": "crowdlearn.data.comparisons",
+        "Texts": "crowdlearn.data.texts",
         # the aggregation package, not its modules: it registers the CLI strategies
         "MajorityVote": "crowdlearn.aggregation",
         "NaiveSoft": "crowdlearn.aggregation",
@@ -71,5 +72,6 @@ __all__ = [
     "MajorityVote",
     "NaiveSoft",
     "Ratings",
+    "Texts",
     "__version__",
 ]

@@ -203,7 +203,7 @@ def test_the_real_crowdflower_report_reads_as_its_provenance_counts(shared_datas
 def test_the_real_toloka_export_reads_every_assignment(shared_datasets):
     path = shared_datasets / "crowdspeech" / "crowdspeech-dev-clean-crowd.tsv"
     export = read_export(path)
-    assert export.platform == "toloka" and export.kind == "class"
+    assert export.platform == "toloka" and export.kind == "text"  # free-text answers
     # 624 transcriptions hold line breaks inside quotes: a line count (19577, the
     # PROVENANCE's) splits them, the CSV rules (Python's csv module) do not
     with path.open(newline="") as handle:

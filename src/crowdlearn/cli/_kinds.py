@@ -29,6 +29,7 @@ PACKAGES = {
     "multilabel": "crowdlearn.aggregation.label_sets",
     "rating": "crowdlearn.aggregation.ratings",
     "comparison": "crowdlearn.aggregation.comparisons",
+    "text": "crowdlearn.aggregation.texts",
 }
 
 #: What each kind is called in notes.
@@ -37,6 +38,7 @@ NOUNS = {
     "multilabel": "label sets",
     "rating": "ratings",
     "comparison": "pairwise comparisons",
+    "text": "free texts",
 }
 
 #: The categorical default: Dawid-Skene with its prior, the best mean accuracy over the
@@ -109,6 +111,12 @@ def tables(kind: str, model: Any, data: Any) -> dict[str, Any]:
         out["scores"] = scores.sort_values("score", ascending=False, kind="stable")
         return out
     summary["n_tasks"] = data.n_tasks
+    if kind == "text":
+        columns_text: dict[str, Any] = {"task": data.task_ids, "text": np.asarray(model.texts_)}
+        if getattr(model, "confidence_", None) is not None:
+            columns_text["confidence"] = np.asarray(model.confidence_, dtype=np.float64)
+        out["labels"] = pd.DataFrame(columns_text)
+        return out
     task = pd.Series(data.task_ids, name="task")
     if kind == "multilabel":
         names = [str(c) for c in data.classes]
@@ -167,10 +175,11 @@ def kind_options(command: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option(
             "--kind",
-            type=click.Choice(["class", "multilabel", "rating", "comparison"]),
+            type=click.Choice(["class", "multilabel", "rating", "comparison", "text"]),
             help="What one answer is: a class, a set of classes (multilabel), a number or "
-            "ordered category (rating), or a choice between two items (comparison). "
-            "Default: comparison when the file has left and right columns, else class.",
+            "ordered category (rating), a choice between two items (comparison), or a free "
+            "text (text). Default: comparison when the file has left and right columns, "
+            "text for a platform export of free-text answers, else class.",
         ),
         click.option(
             "--sep",

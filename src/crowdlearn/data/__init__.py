@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from crowdlearn.data.inputs import ArrayInputs, ImageFolderInputs, TaskInputs
     from crowdlearn.data.label_sets import LabelSets, parse_label_set
     from crowdlearn.data.ratings import Ratings
+    from crowdlearn.data.texts import Texts
 
 __getattr__, __dir__ = attach(
     __name__,
@@ -34,6 +35,7 @@ __getattr__, __dir__ = attach(
         "LabelSets": ".label_sets",
         "parse_label_set": ".label_sets",
         "Ratings": ".ratings",
+        "Texts": ".texts",
         "Comparisons": ".comparisons",
         "DuplicatePolicy": ".crowddata",
         "GroupIndex": "._views",
@@ -64,5 +66,6 @@ __all__ = [
     "LabelSets",
     "Ratings",
     "TaskInputs",
+    "Texts",
     "parse_label_set",
 ]

@@ -1,4 +1,5 @@
-"""Reading every answer kind from a long table: classes, label sets, ratings, comparisons.
+"""Reading every answer kind from a long table: classes, label sets, ratings, comparisons,
+texts.
 
 :func:`read_kind` reads a CSV/TSV or Parquet file (or takes a DataFrame), tells the kind
 from ``kind=`` or from the columns (:func:`detect_kind`: a ``left``/``right`` pair means
@@ -6,9 +7,9 @@ comparisons), resolves the columns the way :func:`crowdlearn.io.read` does (the 
 ``task``, ``worker``, ``label``, ``truth``, plus ``left`` and ``right``; named by
 ``columns=`` / ``--columns``, else the standard names, else common spellings) and builds
 the kind's data type: :class:`~crowdlearn.data.CrowdData`,
-:class:`~crowdlearn.data.LabelSets`, :class:`~crowdlearn.data.Ratings` or
-:class:`~crowdlearn.data.Comparisons`. Id cells are typed by the rule every reader uses
-(integers, booleans, floats, else text).
+:class:`~crowdlearn.data.LabelSets`, :class:`~crowdlearn.data.Ratings`,
+:class:`~crowdlearn.data.Comparisons` or :class:`~crowdlearn.data.Texts`. Id cells are
+typed by the rule every reader uses (integers, booleans, floats, else text).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from crowdlearn.io._files import is_batch_source, logical_suffix, sniff_delimite
 from crowdlearn.io.platforms import batch_frame, platform_data, with_batch_rows
 
 #: The kinds of answer, by their ``--kind`` name.
-KINDS = ("class", "multilabel", "rating", "comparison")
+KINDS = ("class", "multilabel", "rating", "comparison", "text")
 
 
 def detect_kind(header: Sequence[str], columns: Mapping[str, Any] | None = None) -> str:
@@ -94,7 +95,7 @@ def read_kind(
     ----------
     source : path or DataFrame
         A CSV/TSV or Parquet file (or folder), or a DataFrame.
-    kind : {"class", "multilabel", "rating", "comparison"}, optional
+    kind : {"class", "multilabel", "rating", "comparison", "text"}, optional
         Default: told by :func:`detect_kind` (comparisons from a ``left``/``right`` pair,
         else classes).
     columns : mapping, optional
@@ -112,7 +113,8 @@ def read_kind(
 
     Returns
     -------
-    CrowdData, LabelSets, Ratings or Comparisons
+    CrowdData, LabelSets, Ratings, Comparisons or Texts (free text: the label column
+    holds each answer's text; truth, when named, the true text)
     """
     from crowdlearn.io._dispatch import _with_default_columns
 
@@ -203,7 +205,7 @@ def _per_task(
     order: Sequence[Any] | None,
     duplicates: str,
 ) -> Any:
-    from crowdlearn.data import LabelSets, Ratings
+    from crowdlearn.data import LabelSets, Ratings, Texts
 
     found = resolve_columns(
         [str(c) for c in frame.columns],
@@ -228,6 +230,15 @@ def _per_task(
             found.worker,  # type: ignore[arg-type]
             found.label,
             sep=sep,
+            truth=truth,
+            duplicates=duplicates,
+        )
+    if kind == "text":
+        return Texts.from_frame(
+            frame,
+            found.task,
+            found.worker,  # type: ignore[arg-type]
+            found.label,
             truth=truth,
             duplicates=duplicates,
         )

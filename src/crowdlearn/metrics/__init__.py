@@ -4,7 +4,7 @@ Classification quality (accuracy, macro-F1, calibration, likelihood), the qualit
 aggregated training labels (AccTrain), class imbalance (the imbalance ratio, largest
 over smallest class count, and the Self-Crowd paper's R), Jensen-Shannon divergences
 between confusion matrices (the CMM paper's I-JS and G-JS), and ICED's label
-certainty score.
+certainty score, and the word error rate of texts (``word_error_rate``).
 
 Labels are class *codes* (``0..K-1``) as used throughout crowdlearn; ``-1`` in a
 truth array marks an unknown truth and such entries are left out. The names are
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         label_certainty,
         self_crowd_r,
     )
+    from crowdlearn.metrics._text import edit_distance, normalise_text, word_error_rate
 
 _CLASSIFICATION = [
     "acc_train",
@@ -56,11 +57,14 @@ _CROWD = [
     "self_crowd_r",
 ]
 
+_TEXT = ["edit_distance", "normalise_text", "word_error_rate"]
+
 __getattr__, __dir__ = attach(
     __name__,
     {
         **{name: "._classification" for name in _CLASSIFICATION},
         **{name: "._crowd" for name in _CROWD},
+        **{name: "._text" for name in _TEXT},
     },
 )
 
@@ -68,6 +72,7 @@ __all__ = [
     "acc_train",
     "accuracy",
     "confusion_js",
+    "edit_distance",
     "empirical_confusions",
     "expected_calibration_error",
     "global_confusion",
@@ -78,5 +83,7 @@ __all__ = [
     "label_certainty",
     "macro_f1",
     "negative_log_likelihood",
+    "normalise_text",
     "self_crowd_r",
+    "word_error_rate",
 ]

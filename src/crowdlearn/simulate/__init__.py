@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         student_teacher,
     )
     from crowdlearn.simulate.ratings import simulate_ratings
+    from crowdlearn.simulate.texts import simulate_texts
 
     #: Command-line name of each simulator that needs no data set.
     STRATEGIES: dict[str, Callable[..., object]]
@@ -87,6 +88,7 @@ __getattr__, __dir__ = attach(
         "independent_confusion": ".peerannot",
         "student_teacher": ".peerannot",
         "simulate_ratings": ".ratings",
+        "simulate_texts": ".texts",
     },
     factories={"STRATEGIES": _strategies},
 )
@@ -107,6 +109,7 @@ __all__ = [
     "simulate_comparisons",
     "simulate_label_sets",
     "simulate_ratings",
+    "simulate_texts",
     "student_teacher",
     "write_synthetic_parquet",
 ]

@@ -293,7 +293,21 @@ def export_as(
             order=order,
             duplicates=duplicates,
         )
+    if kind == "text":
+        return texts_from_export(export, duplicates=duplicates)
     raise CrowdDataError(f"a {_NAMES[export.platform]} holds no {kind} answers")
+
+
+def texts_from_export(export: PlatformExport, *, duplicates: str = "error") -> Any:
+    """The export's answers as :class:`~crowdlearn.data.Texts` (each answer's text as
+    the platform gave it; empty answers were already left out by the reader)."""
+    from crowdlearn.data import Texts
+
+    if export.kind == "multilabel":
+        raise CrowdDataError("the answers hold several choices each (label sets), not texts")
+    answers = export.answers
+    texts = [str(v) for v in answers["label"].tolist()]
+    return Texts.from_arrays(answers["task"], answers["worker"], texts, duplicates=duplicates)
 
 
 __all__ = [
@@ -307,5 +321,6 @@ __all__ = [
     "read_export",
     "recognise",
     "recognise_header",
+    "texts_from_export",
     "with_batch_rows",
 ]

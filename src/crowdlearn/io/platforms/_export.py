@@ -22,7 +22,8 @@ class PlatformExport:
         Columns ``task``, ``worker``, ``label`` (lists for label sets), and ``gold`` when
         the export marks known answers.
     kind : str
-        ``"class"`` or ``"multilabel"`` (several choices in one answer).
+        ``"class"``, ``"multilabel"`` (several choices in one answer) or ``"text"``
+        (free text: see :func:`looks_like_free_text`).
     roles : dict
         The export's column (or JSON field) behind each role.
     left_out : dict
@@ -45,6 +46,8 @@ class PlatformExport:
         text = f"read as {_NAMES[self.platform]} ({roles})"
         if self.kind == "multilabel":
             text += "; several choices per answer: label sets"
+        elif self.kind == "text":
+            text += "; free-text answers: texts"
         if self.left_out:
             parts = [f"{n} {why}" for why, n in self.left_out.items()]
             text += f"; left out {', '.join(parts)}"
@@ -115,7 +118,25 @@ def _answers(
                 raise _RowError(int(row), f"cannot read the answer {cell!r} as a set") from None
         answers["label"] = sets
         kind = "multilabel"
+    elif looks_like_free_text(answers["label"]):
+        kind = "text"
     return answers, kind, int(empty.sum())
+
+
+def looks_like_free_text(labels: pd.Series) -> bool:
+    """Whether answers are free text rather than classes.
+
+    The rule: more than half of the distinct answers hold a space between two words
+    (whitespace inside the stripped answer) AND there are more distinct answers than
+    half the number of answers. Class names can have spaces ("not sure") but repeat
+    across answers; transcriptions rarely repeat exactly (CrowdSpeech dev-clean: 18,921
+    answers, most of them distinct).
+    """
+    if not len(labels):
+        return False
+    distinct = pd.Series(labels.astype(str).str.strip().unique())
+    spaced = distinct.str.contains(r"\s", regex=True)
+    return bool(spaced.mean() > 0.5 and len(distinct) > len(labels) / 2)
 
 
 def _parse_all(cells: pd.Series) -> bool:

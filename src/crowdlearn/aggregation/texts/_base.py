@@ -1,0 +1,120 @@
+"""What every text aggregator shares: the estimator contract, the answers grouped by
+task, word codes, and a vectorised "best answer of each task" selection.
+
+Grouping is one stable ``argsort`` of the task codes: each task's answers keep the
+order of the rows in the data (the order in which ROVER aligns them and the order that
+breaks ties between answers).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
+
+from crowdlearn._bounds import Bounds, check_params
+from crowdlearn.data.texts import Texts
+
+PROBABILITY = Bounds(0, 1, low_open=True, high_open=True)
+UNIT = Bounds(0, 1)
+POSITIVE_INT = Bounds(1, integer=True)
+
+
+class BaseTextAggregator(BaseEstimator):
+    """Base class of text aggregators (scikit-learn estimator contract).
+
+    Subclasses implement ``_fit(data)``, which sets ``texts_`` (object array, one text
+    per task) and, where the method has one, ``confidence_`` (n_tasks,) in [0, 1].
+    ``fit`` checks the input type and the numeric parameters, then records
+    ``task_ids_`` and ``worker_ids_``. Every task of a :class:`~crowdlearn.data.Texts`
+    has at least one answer, so every task gets a text (possibly empty for ROVER when
+    most answers of a task hold no common word: see :class:`ROVER`).
+
+    ``worker_attributes`` names the learned per-worker arrays (first axis = worker code).
+    """
+
+    worker_attributes: ClassVar[tuple[str, ...]] = ()
+    #: Bounds of the estimator's own numeric parameters (beyond ``_bounds.PARAMS``).
+    param_bounds: ClassVar[dict[str, Bounds]] = {}
+
+    def fit(self, data: Texts) -> BaseTextAggregator:
+        """Aggregate each task's texts from ``data``; returns ``self``."""
+        if not isinstance(data, Texts):
+            raise TypeError(
+                f"{type(self).__name__}.fit expects a crowdlearn.data.Texts, got "
+                f"{type(data).__name__}; build one with Texts.from_arrays(task, worker, "
+                "text) or Texts.from_frame(df, label='text')"
+            )
+        params = self.get_params(deep=False)
+        check_params(type(self).__name__, params)
+        for name, bounds in self.param_bounds.items():
+            problem = bounds.problem(params[name])
+            if problem is not None:
+                wrong = isinstance(params[name], bool) or not isinstance(
+                    params[name], (int, float, np.number)
+                )
+                raise (TypeError if wrong else ValueError)(
+                    f"{type(self).__name__}: {name} {problem}"
+                )
+        self._fit(data)
+        self.task_ids_ = data.task_ids
+        self.worker_ids_ = data.worker_ids
+        return self
+
+    def _fit(self, data: Texts) -> None:
+        raise NotImplementedError
+
+    def predict(self) -> np.ndarray:
+        """The aggregated text of each task, object array of shape (n_tasks,)."""
+        if not hasattr(self, "texts_"):
+            raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit(data)")
+        return self.texts_
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def task_groups(data: Texts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows sorted by task (stable: each task's answers in row order), each task's
+    first position in that order, and its number of answers."""
+    order = np.argsort(data.task, kind="stable")
+    counts = np.bincount(data.task, minlength=data.n_tasks)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+    return order, starts, counts
+
+
+def task_pairs(data: Texts) -> tuple[np.ndarray, np.ndarray]:
+    """Every ordered pair ``(a, b)``, ``a != b``, of rows answering the same task."""
+    order, starts, counts = task_groups(data)
+    sorted_task = data.task[order]
+    size = counts[sorted_task]
+    first = np.repeat(np.arange(len(order)), size)
+    offset = np.arange(len(first)) - np.repeat(np.cumsum(size) - size, size)
+    second = starts[sorted_task][first] + offset
+    keep = first != second
+    return order[first[keep]], order[second[keep]]
+
+
+def word_codes(texts: np.ndarray) -> tuple[list[list[int]], list[str]]:
+    """Each text as a list of word codes (split on whitespace) and the vocabulary."""
+    vocabulary: dict[str, int] = {}
+    coded = [[vocabulary.setdefault(w, len(vocabulary)) for w in t.split()] for t in texts]
+    return coded, list(vocabulary)
+
+
+def best_per_task(
+    task: np.ndarray, score: np.ndarray, n_tasks: int, lower: bool = True
+) -> np.ndarray:
+    """The row of each task with the lowest (``lower``) or highest score; ties go to the
+    earliest row. ``task`` and ``score`` are aligned with the rows; a task without rows
+    gets -1."""
+    rows = np.arange(len(task))
+    key = score if lower else -score
+    order = np.lexsort((rows, key, task))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = task[order][1:] != task[order][:-1]
+    out = np.full(n_tasks, -1, dtype=np.int64)
+    out[task[order][first]] = order[first]
+    return out
