@@ -120,9 +120,24 @@ def test_label_sets_write_one_column_per_class(tmp_path, label_set_csv):
     assert (labels["dog"] == labels["task"] % 2).all()
 
 
+@pytest.fixture
+def text_csv(tmp_path):
+    path = tmp_path / "texts.csv"
+    path.write_text(
+        "task,worker,label\na,w1,the cat sat\na,w2,the cat sat\na,w3,a cat sat down\n"
+        "b,w1,dogs bark\nb,w2,dogs bark loudly\nb,w3,dogs bark\n"
+    )
+    return path
+
+
 @pytest.mark.parametrize(
     ("kind", "fixture"),
-    [("comparison", "comparison_csv"), ("rating", "rating_csv"), ("multilabel", "label_set_csv")],
+    [
+        ("comparison", "comparison_csv"),
+        ("rating", "rating_csv"),
+        ("multilabel", "label_set_csv"),
+        ("text", "text_csv"),
+    ],
 )
 def test_identify_and_report_work_on_each_kind(tmp_path, request, kind, fixture):
     path = request.getfixturevalue(fixture)

@@ -107,7 +107,10 @@ def _data_table(path: str) -> tuple[Any, str]:
     from crowdlearn.data._headers import resolve_columns
     from crowdlearn.io._dispatch import _with_default_columns, detect_format
     from crowdlearn.io.kinds import read_table
+    from crowdlearn.io.platforms import _cached_export, recognise
 
+    if recognise(path) is not None:
+        return _export_items(_cached_export(path), path), "task"
     if detect_format(path) not in ("csv", "parquet"):
         raise CrowdDataError(
             f"{path}: --text-column and --image-column read a long CSV/TSV or Parquet "
@@ -117,6 +120,22 @@ def _data_table(path: str) -> tuple[Any, str]:
     columns = _with_default_columns({}).get("columns")
     found = resolve_columns(list(map(str, table.columns)), columns, truth=None)
     return table, found.task
+
+
+def _export_items(export: Any, path: str) -> Any:
+    """A platform export's task contents (Label Studio's ``data``, MTurk's ``Input.*``,
+    Toloka's ``INPUT:*``, CrowdFlower's constant fields), one row per task, with the
+    task ids typed as the answers' are."""
+    import pyarrow as pa
+
+    from crowdlearn.io._common import typed_column
+
+    if export.items is None:
+        raise CrowdDataError(f"{path}: the export holds no task contents to learn from")
+    table = export.items.copy()
+    ids = pa.chunked_array([pa.array([str(t) for t in table.index], pa.string())])
+    table.insert(0, "task", typed_column(ids).to_numpy())
+    return table.reset_index(drop=True)
 
 
 def _texts_table(path: str) -> tuple[Any, str, str]:

@@ -23,10 +23,18 @@ _PACKAGES = {
     "multilabel": "crowdlearn.aggregation.label_sets",
     "rating": "crowdlearn.aggregation.ratings",
     "comparison": "crowdlearn.aggregation.comparisons",
+    "text": "crowdlearn.aggregation.texts",
 }
 #: Rows of the worker and task tables without ``limits``.
 _DEFAULT_ROWS = 200
-_TITLES = {"multilabel": "Label sets", "rating": "Ratings", "comparison": "Pairwise comparisons"}
+_TITLES = {
+    "multilabel": "Label sets",
+    "rating": "Ratings",
+    "comparison": "Pairwise comparisons",
+    "text": "Free texts",
+}
+#: Answers shown side by side for each of the worst-agreeing texts.
+_SIDE_BY_SIDE = 20
 
 
 def _workload_figure(counts: np.ndarray, what: str) -> Any:
@@ -56,6 +64,25 @@ def _capped(frame: pd.DataFrame, rows: int, notes: list[str], what: str) -> pd.D
         notes.append(f"the {what} table shows {rows} of {len(frame)} rows")
         return frame.head(rows)
     return frame
+
+
+def _worst_texts(data: Any, model: Any, identify: Any, strategy: str, notes: list[str]) -> str:
+    """The tasks whose answers agree least, each answer beside the aggregated text."""
+    disagreement = np.asarray(identify.task_scores(data)["disagreement"], dtype=np.float64)
+    order = np.argsort(-np.nan_to_num(disagreement, nan=-1.0), kind="stable")[:_SIDE_BY_SIDE]
+    if data.n_tasks > _SIDE_BY_SIDE:
+        notes.append(f"the worst-agreeing texts show {_SIDE_BY_SIDE} of {data.n_tasks} tasks")
+    rows = []
+    for t in order:
+        answers = np.flatnonzero(data.task == t)
+        rows.append({"task": data.task_ids[t], "who": f"result ({strategy})",
+                     "text": str(model.texts_[t]), "disagreement": disagreement[t]})  # fmt: skip
+        rows += [
+            {"task": "", "who": str(data.worker_ids[data.worker[a]]), "text": str(data.text[a]),
+             "disagreement": np.nan}
+            for a in answers
+        ]  # fmt: skip
+    return '<h2 id="result">Worst-agreeing texts</h2>' + table(pd.DataFrame(rows), sortable=False)
 
 
 def build_kind_report(
@@ -110,6 +137,8 @@ def build_kind_report(
             empty = float(np.mean(~np.asarray(data.answers).any(axis=1)))
             summary.append(("empty answers ('none of these')", f"{empty:.3f}"))
             sections.append(f'<h2 id="result">Classes ({esc(strategy)})</h2>' + table(per_class))
+        elif kind == "text":
+            sections.append(_worst_texts(data, model, identify, strategy, notes))
         else:
             values = np.asarray(model.values_, dtype=np.float64)
             xlabel = "rank in the declared order" if data.levels is not None else "value"

