@@ -112,6 +112,16 @@ def check_params(owner: str, params: Mapping[str, Any]) -> None:
         _check_one(owner, name, value, bounds)
 
 
+def check_own_bounds(owner: str, params: Mapping[str, Any], bounds: Mapping[str, Bounds]) -> None:
+    """Refuse any of ``params`` out of an estimator's own table of ``bounds`` (the
+    parameters :data:`PARAMS` does not know, e.g. a trimmed mean's ``proportion``): a
+    TypeError for a value of the wrong type, a ValueError for a number out of range,
+    both naming the owner and the parameter."""
+    for name, limits in bounds.items():
+        if name in params:
+            _check_one(owner, name, params[name], limits)
+
+
 def _check_one(owner: str, name: str, value: Any, bounds: Bounds) -> None:
     problem = bounds.problem(value)
     if problem is None:

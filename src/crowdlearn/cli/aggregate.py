@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -468,27 +470,12 @@ def _comparisons_dask(
     outputs = Outputs(overwrite, reads=[data])
     out = outputs.folder(output)
     from crowdlearn.distributed.comparisons import BradleyTerry
-    from distributed import Client, LocalCluster
 
     model = BradleyTerry(**memory_model.get_params())
     if scheduler is None:
         _check_worker_memory(worker_memory)
-        cluster = LocalCluster(
-            n_workers=local_workers,
-            threads_per_worker=1,
-            processes=True,
-            memory_limit=worker_memory,
-            dashboard_address=None,
-        )
-        client = Client(cluster)
-    else:
-        cluster, client = None, Client(scheduler)
-    try:
+    with _dask_client(scheduler, local_workers, worker_memory) as client:
         model.fit(data, client=client, tie=tie)
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
     scores = pd.DataFrame({"item": model.item_ids_, "score": model.scores_})
     scores = scores.sort_values("score", ascending=False, kind="stable")
     summary = {
@@ -519,10 +506,6 @@ def _aggregate_dask(
     output_format: str,
 ) -> None:
     """Fit the Dask version of ``memory_model`` (same parameters) and write its outputs."""
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise CrowdDataError("--engine dask needs dask: pip install 'crowdlearn[dask]'") from None
     from crowdlearn import distributed as dist
 
     name = strategy.split("[")[0].strip().lower()
@@ -537,27 +520,36 @@ def _aggregate_dask(
         _check_worker_memory(worker_memory)
     if "progress" in model.get_params():
         model.set_params(progress=False if quiet else "auto")
+    with _dask_client(scheduler, local_workers, worker_memory) as client:
+        model.fit(data, client=client)
+        with outputs:
+            written = _write_dask_outputs(model, out.staged, output_format)
+    click.echo(f"{strategy} (dask): {data} -> {output}: {', '.join(written)}")
+
+
+@contextlib.contextmanager
+def _dask_client(scheduler: str | None, local_workers: int, worker_memory: str) -> Iterator[Any]:
+    """A client of the scheduler at ``scheduler``, else of a LocalCluster of
+    ``local_workers`` single-thread worker processes; closed (cluster too) on exit."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise CrowdDataError("--engine dask needs dask: pip install 'crowdlearn[dask]'") from None
     if scheduler is not None:
-        cluster = None
-        client = Client(scheduler)
-    else:
-        cluster = LocalCluster(
+        with Client(scheduler) as client:
+            yield client
+        return
+    with (
+        LocalCluster(
             n_workers=local_workers,
             threads_per_worker=1,
             processes=True,
             memory_limit=worker_memory,
             dashboard_address=None,
-        )
-        client = Client(cluster)
-    try:
-        model.fit(data, client=client)
-        with outputs:
-            written = _write_dask_outputs(model, out.staged, output_format)
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
-    click.echo(f"{strategy} (dask): {data} -> {output}: {', '.join(written)}")
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
 
 
 def _check_dask_input(data: str) -> None:

@@ -20,7 +20,7 @@ from scipy.special import expit
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
-from crowdlearn._bounds import Bounds, check_params
+from crowdlearn._bounds import Bounds, check_own_bounds, check_params
 from crowdlearn.data import Comparisons
 
 #: Bounds of the comparison models' own numeric parameters (``check_params`` covers
@@ -95,14 +95,7 @@ def comparison_rows(data: Comparisons) -> Rows:
 
 def check_own_params(owner: str, params: Mapping[str, Any]) -> None:
     """Refuse the comparison models' own numeric parameters out of :data:`OWN_BOUNDS`."""
-    for name, bounds in OWN_BOUNDS.items():
-        if name not in params:
-            continue
-        problem = bounds.problem(params[name])
-        if problem is not None:
-            value = params[name]
-            wrong_type = isinstance(value, bool) or not isinstance(value, (int, float))
-            raise (TypeError if wrong_type else ValueError)(f"{owner}: {name} {problem}")
+    check_own_bounds(owner, params, OWN_BOUNDS)
 
 
 def centred(scores: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
-from crowdlearn._bounds import Bounds, check_params
+from crowdlearn._bounds import Bounds, check_own_bounds, check_params
 from crowdlearn.data.ratings import Ratings
 
 #: 1 / Phi^-1(3/4): scales a median absolute deviation to a normal standard deviation.
@@ -52,15 +52,7 @@ class BaseRatingAggregator(BaseEstimator):
             )
         params = self.get_params(deep=False)
         check_params(type(self).__name__, params)
-        for name, bounds in self.param_bounds.items():
-            problem = bounds.problem(params[name])
-            if problem is not None:
-                wrong = isinstance(params[name], bool) or not isinstance(
-                    params[name], (int, float, np.number)
-                )
-                raise (TypeError if wrong else ValueError)(
-                    f"{type(self).__name__}: {name} {problem}"
-                )
+        check_own_bounds(type(self).__name__, params, self.param_bounds)
         self._fit(data)
         self.task_ids_ = data.task_ids
         self.worker_ids_ = data.worker_ids
