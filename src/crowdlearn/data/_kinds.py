@@ -11,7 +11,7 @@ share: the duplicate policy, declared-or-seen ids, per-row messages.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -91,6 +91,59 @@ def id_axis(ids: Any, n: int | None, codes: np.ndarray, what: str) -> np.ndarray
         return as_id_array(ids, what)
     size = n if n is not None else (int(codes.max()) + 1 if len(codes) else 0)
     return np.arange(size, dtype=np.int64)
+
+
+def coded_annotations(
+    task: Any,
+    worker: Any,
+    values: np.ndarray,
+    what: str,
+    *,
+    task_ids: Any,
+    worker_ids: Any,
+    n_tasks: int | None,
+    duplicates: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Task and worker codes checked against their ids, one ``values`` row per
+    annotation, no empty data, and the duplicate (task, worker) policy applied: the
+    shared start of every per-task kind's initializer.
+
+    Returns ``task, worker, values, task_ids, worker_ids`` (rows kept by the policy).
+    """
+    task_codes, worker_codes = np.asarray(task), np.asarray(worker)
+    task_ids = id_axis(task_ids, n_tasks, task_codes, "task")
+    worker_ids = id_axis(worker_ids, None, worker_codes, "worker")
+    task = check_codes(task_codes, len(task_ids), "task")
+    worker = check_codes(worker_codes, len(worker_ids), "worker")
+    if not (len(task) == len(worker) == len(values)):
+        raise CrowdDataError(
+            f"task, worker and {what} differ in length: {len(task)}, {len(worker)}, {len(values)}"
+        )
+    if len(task) == 0:
+        raise CrowdDataError("empty data: there are no annotations")
+    keep = keep_rows(task, worker, len(worker_ids), duplicates, task_ids, worker_ids)
+    if keep is not None:
+        task, worker, values = task[keep], worker[keep], values[keep]
+    return task, worker, values, task_ids, worker_ids
+
+
+def truth_by_task(truth: Any, task_ids: np.ndarray) -> list[Any]:
+    """Each task's truth in task-code order, from a mapping / Series keyed by task id
+    (tasks it leaves out are unknown: None) or a sequence aligned with the task codes."""
+    if isinstance(truth, (Mapping, pd.Series)):
+        lookup = dict(truth.items())
+        known = set(task_ids.tolist())
+        unknown = [t for t in lookup if t not in known]
+        if unknown:
+            raise CrowdDataError(f"truth names unknown tasks: {show(unknown)}")
+        return [lookup.get(t) for t in task_ids.tolist()]
+    cells = list(truth)
+    if len(cells) != len(task_ids):
+        raise CrowdDataError(
+            f"truth has {len(cells)} entries for {len(task_ids)} tasks; pass a mapping of "
+            "task id -> truth for a partial truth"
+        )
+    return cells
 
 
 class KindData:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -18,11 +18,11 @@ import pandas as pd
 from crowdlearn.data._ids import as_id_array, factorize
 from crowdlearn.data._kinds import (
     KindData,
-    check_codes,
+    coded_annotations,
     frame_column,
     id_axis,
-    keep_rows,
     readonly,
+    truth_by_task,
 )
 from crowdlearn.data._validation import _validate_features
 from crowdlearn.data.errors import CrowdDataError, plain, show
@@ -137,22 +137,10 @@ class LabelSets(KindData):
             raise CrowdDataError(
                 f"answers have {answers.shape[1]} columns but there are {n_classes} classes"
             )
-        task_codes = np.asarray(task)
-        task_ids = id_axis(task_ids, n_tasks, task_codes, "task")
-        worker_codes = np.asarray(worker)
-        worker_ids = id_axis(worker_ids, None, worker_codes, "worker")
-        task = check_codes(task_codes, len(task_ids), "task")
-        worker = check_codes(worker_codes, len(worker_ids), "worker")
-        if not (len(task) == len(worker) == len(answers)):
-            raise CrowdDataError(
-                f"task, worker and answers differ in length: {len(task)}, {len(worker)}, "
-                f"{len(answers)}"
-            )
-        if len(task) == 0:
-            raise CrowdDataError("empty data: there are no annotations")
-        keep = keep_rows(task, worker, len(worker_ids), duplicates, task_ids, worker_ids)
-        if keep is not None:
-            task, worker, answers = task[keep], worker[keep], answers[keep]
+        task, worker, answers, task_ids, worker_ids = coded_annotations(
+            task, worker, answers, "answers", task_ids=task_ids, worker_ids=worker_ids,
+            n_tasks=n_tasks, duplicates=duplicates,
+        )  # fmt: skip
         classes = id_axis(classes, n_classes, np.empty(0, np.int32), "label")
         self.task = readonly(task)
         self.worker = readonly(worker)
@@ -361,19 +349,7 @@ def _truth_sets(truth: Any, task_ids: np.ndarray, sep: str | None) -> list[list[
     """Each task's true set (None where unknown), from a mapping or an aligned sequence."""
     if truth is None:
         return [None] * len(task_ids)
-    if isinstance(truth, (Mapping, pd.Series)):
-        lookup = dict(truth.items())
-        unknown = [t for t in lookup if t not in set(task_ids.tolist())]
-        if unknown:
-            raise CrowdDataError(f"truth names unknown tasks: {show(unknown)}")
-        cells = [lookup.get(t) for t in task_ids.tolist()]
-    else:
-        cells = list(truth)
-        if len(cells) != len(task_ids):
-            raise CrowdDataError(
-                f"truth has {len(cells)} entries for {len(task_ids)} tasks; pass a mapping "
-                "of task id -> set for a partial truth"
-            )
+    cells = truth_by_task(truth, task_ids)
     return [None if c is None else _parsed(c, sep, i) for i, c in enumerate(cells)]
 
 

@@ -7,7 +7,6 @@ order, in ``levels``; numeric ratings have ``levels=None``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -16,11 +15,10 @@ import pandas as pd
 from crowdlearn.data._ids import as_id_array, factorize
 from crowdlearn.data._kinds import (
     KindData,
-    check_codes,
+    coded_annotations,
     frame_column,
-    id_axis,
-    keep_rows,
     readonly,
+    truth_by_task,
 )
 from crowdlearn.data._validation import _validate_features
 from crowdlearn.data.errors import CrowdDataError, show
@@ -74,19 +72,7 @@ class Ratings(KindData):
         features: Any = None,
         duplicates: str = "error",
     ) -> None:
-        task_codes, worker_codes = np.asarray(task), np.asarray(worker)
-        task_ids = id_axis(task_ids, n_tasks, task_codes, "task")
-        worker_ids = id_axis(worker_ids, None, worker_codes, "worker")
-        task = check_codes(task_codes, len(task_ids), "task")
-        worker = check_codes(worker_codes, len(worker_ids), "worker")
         value = np.asarray(value, dtype=np.float64)
-        if not (len(task) == len(worker) == len(value)):
-            raise CrowdDataError(
-                f"task, worker and value differ in length: {len(task)}, {len(worker)}, "
-                f"{len(value)}"
-            )
-        if len(task) == 0:
-            raise CrowdDataError("empty data: there are no annotations")
         bad = np.flatnonzero(~np.isfinite(value))
         if len(bad):
             raise CrowdDataError(f"ratings must be finite numbers; rows {show(bad)} are not")
@@ -97,9 +83,10 @@ class Ratings(KindData):
                 raise CrowdDataError(
                     f"ordinal ratings must be ranks in [0, {len(levels)}); rows {show(off)}"
                 )
-        keep = keep_rows(task, worker, len(worker_ids), duplicates, task_ids, worker_ids)
-        if keep is not None:
-            task, worker, value = task[keep], worker[keep], value[keep]
+        task, worker, value, task_ids, worker_ids = coded_annotations(
+            task, worker, value, "value", task_ids=task_ids, worker_ids=worker_ids,
+            n_tasks=n_tasks, duplicates=duplicates,
+        )  # fmt: skip
         if truth is not None:
             truth = np.asarray(truth, dtype=np.float64)
             if truth.shape != (len(task_ids),):
@@ -152,7 +139,7 @@ class Ratings(KindData):
         values = _ratings(value, order, "rating")
         truth_values = None
         if truth is not None:
-            cells = _aligned(truth, task_ids)
+            cells = truth_by_task(truth, task_ids)
             truth_values = _ratings(cells, order, "truth", missing_ok=True)
         return cls(
             task_codes,
@@ -213,20 +200,6 @@ class Ratings(KindData):
             f"Ratings(n_tasks={self.n_tasks}, n_workers={self.n_workers}, "
             f"n_annotations={self.n_annotations}{extras})"
         )
-
-
-def _aligned(truth: Any, task_ids: np.ndarray) -> list[Any]:
-    if isinstance(truth, (Mapping, pd.Series)):
-        lookup = dict(truth.items())
-        known = set(task_ids.tolist())
-        unknown = [t for t in lookup if t not in known]
-        if unknown:
-            raise CrowdDataError(f"truth names unknown tasks: {show(unknown)}")
-        return [lookup.get(t) for t in task_ids.tolist()]
-    cells = list(truth)
-    if len(cells) != len(task_ids):
-        raise CrowdDataError(f"truth has {len(cells)} entries for {len(task_ids)} tasks")
-    return cells
 
 
 def _ratings(values: Any, order: Any, what: str, missing_ok: bool = False) -> np.ndarray:

@@ -8,7 +8,6 @@ text of each task (``None`` where unknown).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -17,11 +16,10 @@ import pandas as pd
 from crowdlearn.data._ids import factorize
 from crowdlearn.data._kinds import (
     KindData,
-    check_codes,
+    coded_annotations,
     frame_column,
-    id_axis,
-    keep_rows,
     readonly,
+    truth_by_task,
 )
 from crowdlearn.data._validation import _validate_features
 from crowdlearn.data.errors import CrowdDataError, show
@@ -70,21 +68,10 @@ class Texts(KindData):
         features: Any = None,
         duplicates: str = "error",
     ) -> None:
-        task_codes, worker_codes = np.asarray(task), np.asarray(worker)
-        task_ids = id_axis(task_ids, n_tasks, task_codes, "task")
-        worker_ids = id_axis(worker_ids, None, worker_codes, "worker")
-        task = check_codes(task_codes, len(task_ids), "task")
-        worker = check_codes(worker_codes, len(worker_ids), "worker")
-        text = _texts(text, "text")
-        if not (len(task) == len(worker) == len(text)):
-            raise CrowdDataError(
-                f"task, worker and text differ in length: {len(task)}, {len(worker)}, {len(text)}"
-            )
-        if len(task) == 0:
-            raise CrowdDataError("empty data: there are no annotations")
-        keep = keep_rows(task, worker, len(worker_ids), duplicates, task_ids, worker_ids)
-        if keep is not None:
-            task, worker, text = task[keep], worker[keep], text[keep]
+        task, worker, text, task_ids, worker_ids = coded_annotations(
+            task, worker, _texts(text, "text"), "text", task_ids=task_ids,
+            worker_ids=worker_ids, n_tasks=n_tasks, duplicates=duplicates,
+        )  # fmt: skip
         if truth is not None:
             truth = _texts(truth, "truth", missing_ok=True)
             if truth.shape != (len(task_ids),):
@@ -127,7 +114,7 @@ class Texts(KindData):
         """
         task_codes, task_ids = factorize(task, "task", task_ids)
         worker_codes, worker_ids = factorize(worker, "worker", worker_ids)
-        truth_texts = None if truth is None else _aligned(truth, task_ids)
+        truth_texts = None if truth is None else truth_by_task(truth, task_ids)
         return cls(
             task_codes,
             worker_codes,
@@ -182,20 +169,6 @@ class Texts(KindData):
             f"Texts(n_tasks={self.n_tasks}, n_workers={self.n_workers}, "
             f"n_annotations={self.n_annotations}{extras})"
         )
-
-
-def _aligned(truth: Any, task_ids: np.ndarray) -> list[Any]:
-    if isinstance(truth, (Mapping, pd.Series)):
-        lookup = dict(truth.items())
-        known = set(task_ids.tolist())
-        unknown = [t for t in lookup if t not in known]
-        if unknown:
-            raise CrowdDataError(f"truth names unknown tasks: {show(unknown)}")
-        return [lookup.get(t) for t in task_ids.tolist()]
-    cells = list(truth)
-    if len(cells) != len(task_ids):
-        raise CrowdDataError(f"truth has {len(cells)} entries for {len(task_ids)} tasks")
-    return cells
 
 
 def _texts(values: Any, what: str, missing_ok: bool = False) -> np.ndarray:
