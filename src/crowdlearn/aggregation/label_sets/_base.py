@@ -10,14 +10,11 @@ or several).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
-from sklearn.exceptions import NotFittedError
 
-from crowdlearn._bounds import check_params
+from crowdlearn.aggregation._kind_base import KindAggregator
 from crowdlearn.data import LabelSets
 
 #: A class is in the inferred set when its probability exceeds this (a task without
@@ -25,7 +22,7 @@ from crowdlearn.data import LabelSets
 THRESHOLD = 0.5
 
 
-class LabelSetAggregator(BaseEstimator):
+class LabelSetAggregator(KindAggregator):
     """Base class of the label-set (multi-label) aggregators.
 
     Subclasses implement ``_fit(data)``, which sets ``probas_`` (n_tasks, n_classes),
@@ -38,26 +35,16 @@ class LabelSetAggregator(BaseEstimator):
     code); the CLI writes them keyed by id.
     """
 
-    worker_attributes: ClassVar[tuple[str, ...]] = ()
+    data_type = LabelSets
+    build_hint = (
+        "build one with LabelSets.from_frame(df) (a task, worker, label frame whose label "
+        "cells are sets) or LabelSets.from_arrays(task, worker, labels)"
+    )
+    result = "probas_"
 
-    def fit(self, data: LabelSets) -> LabelSetAggregator:
-        """Infer the set of classes of every task in ``data``; returns ``self``."""
-        if not isinstance(data, LabelSets):
-            raise TypeError(
-                f"{type(self).__name__}.fit expects a LabelSets, got {type(data).__name__}; "
-                "build one with LabelSets.from_frame(df) (a task, worker, label frame whose "
-                "label cells are sets) or LabelSets.from_arrays(task, worker, labels)"
-            )
-        check_params(type(self).__name__, self.get_params(deep=False))
-        self._fit(data)
+    def _fitted(self, data: LabelSets) -> None:
         self.labels_ = self.probas_ > THRESHOLD
         self.classes_ = data.classes
-        self.task_ids_ = data.task_ids
-        self.worker_ids_ = data.worker_ids
-        return self
-
-    def _fit(self, data: LabelSets) -> None:
-        raise NotImplementedError
 
     def predict_proba(self) -> np.ndarray:
         """Probability that each class applies to each task, (n_tasks, n_classes)."""
@@ -68,10 +55,6 @@ class LabelSetAggregator(BaseEstimator):
         """The inferred sets: bool (n_tasks, n_classes)."""
         self._check_fitted()
         return self.labels_
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "probas_"):
-            raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit(data)")
 
 
 @dataclass(frozen=True)

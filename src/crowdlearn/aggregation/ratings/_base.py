@@ -8,13 +8,10 @@ All per-task statistics are computed without a Python loop over tasks: sums with
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
-from sklearn.base import BaseEstimator
-from sklearn.exceptions import NotFittedError
 
-from crowdlearn._bounds import Bounds, check_own_bounds, check_params
+from crowdlearn._bounds import Bounds
+from crowdlearn.aggregation._kind_base import KindAggregator
 from crowdlearn.data.ratings import Ratings
 
 #: 1 / Phi^-1(3/4): scales a median absolute deviation to a normal standard deviation.
@@ -23,7 +20,7 @@ PROBABILITY = Bounds(0, 1, low_open=True, high_open=True)
 POSITIVE = Bounds(0, low_open=True)
 
 
-class BaseRatingAggregator(BaseEstimator):
+class BaseRatingAggregator(KindAggregator):
     """Base class of ratings aggregators (scikit-learn estimator contract).
 
     Subclasses implement ``_fit(data)``, which sets ``values_`` (n_tasks,) and, where
@@ -38,35 +35,15 @@ class BaseRatingAggregator(BaseEstimator):
     Ordinal data (``data.levels`` set) are aggregated on their ranks ``0 .. L-1``.
     """
 
-    worker_attributes: ClassVar[tuple[str, ...]] = ()
-    #: Bounds of the estimator's own numeric parameters (beyond ``_bounds.PARAMS``).
-    param_bounds: ClassVar[dict[str, Bounds]] = {}
+    data_type = Ratings
+    build_hint = (
+        "build one with Ratings.from_arrays(task, worker, value) or "
+        "Ratings.from_frame(df, label=...)"
+    )
+    result = "values_"
 
-    def fit(self, data: Ratings) -> BaseRatingAggregator:
-        """Estimate each task's value from ``data``; returns ``self``."""
-        if not isinstance(data, Ratings):
-            raise TypeError(
-                f"{type(self).__name__}.fit expects a crowdlearn.data.Ratings, got "
-                f"{type(data).__name__}; build one with Ratings.from_arrays(task, worker, "
-                "value) or Ratings.from_frame(df, label=...)"
-            )
-        params = self.get_params(deep=False)
-        check_params(type(self).__name__, params)
-        check_own_bounds(type(self).__name__, params, self.param_bounds)
-        self._fit(data)
-        self.task_ids_ = data.task_ids
-        self.worker_ids_ = data.worker_ids
+    def _fitted(self, data: Ratings) -> None:
         self.levels_ = data.levels
-        return self
-
-    def _fit(self, data: Ratings) -> None:
-        raise NotImplementedError
-
-    def predict(self) -> np.ndarray:
-        """The estimated value of each task, shape (n_tasks,)."""
-        if not hasattr(self, "values_"):
-            raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit(data)")
-        return self.values_
 
 
 # --------------------------------------------------------------------------- statistics

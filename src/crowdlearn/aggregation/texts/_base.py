@@ -8,13 +8,10 @@ breaks ties between answers).
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
-from sklearn.base import BaseEstimator
-from sklearn.exceptions import NotFittedError
 
-from crowdlearn._bounds import Bounds, check_own_bounds, check_params
+from crowdlearn._bounds import Bounds
+from crowdlearn.aggregation._kind_base import KindAggregator
 from crowdlearn.data.texts import Texts
 
 PROBABILITY = Bounds(0, 1, low_open=True, high_open=True)
@@ -22,7 +19,7 @@ UNIT = Bounds(0, 1)
 POSITIVE_INT = Bounds(1, integer=True)
 
 
-class BaseTextAggregator(BaseEstimator):
+class BaseTextAggregator(KindAggregator):
     """Base class of text aggregators (scikit-learn estimator contract).
 
     Subclasses implement ``_fit(data)``, which sets ``texts_`` (object array, one text
@@ -35,34 +32,12 @@ class BaseTextAggregator(BaseEstimator):
     ``worker_attributes`` names the learned per-worker arrays (first axis = worker code).
     """
 
-    worker_attributes: ClassVar[tuple[str, ...]] = ()
-    #: Bounds of the estimator's own numeric parameters (beyond ``_bounds.PARAMS``).
-    param_bounds: ClassVar[dict[str, Bounds]] = {}
-
-    def fit(self, data: Texts) -> BaseTextAggregator:
-        """Aggregate each task's texts from ``data``; returns ``self``."""
-        if not isinstance(data, Texts):
-            raise TypeError(
-                f"{type(self).__name__}.fit expects a crowdlearn.data.Texts, got "
-                f"{type(data).__name__}; build one with Texts.from_arrays(task, worker, "
-                "text) or Texts.from_frame(df, label='text')"
-            )
-        params = self.get_params(deep=False)
-        check_params(type(self).__name__, params)
-        check_own_bounds(type(self).__name__, params, self.param_bounds)
-        self._fit(data)
-        self.task_ids_ = data.task_ids
-        self.worker_ids_ = data.worker_ids
-        return self
-
-    def _fit(self, data: Texts) -> None:
-        raise NotImplementedError
-
-    def predict(self) -> np.ndarray:
-        """The aggregated text of each task, object array of shape (n_tasks,)."""
-        if not hasattr(self, "texts_"):
-            raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit(data)")
-        return self.texts_
+    data_type = Texts
+    build_hint = (
+        "build one with Texts.from_arrays(task, worker, text) or "
+        "Texts.from_frame(df, label='text')"
+    )
+    result = "texts_"
 
 
 # --------------------------------------------------------------------------- helpers
