@@ -36,6 +36,12 @@ if TYPE_CHECKING:
         label_certainty,
         self_crowd_r,
     )
+    from crowdlearn.metrics._boxes import (
+        average_precision,
+        box_iou,
+        detection_scores,
+        mean_average_precision,
+    )
     from crowdlearn.metrics._text import edit_distance, normalise_text, word_error_rate
 
 _CLASSIFICATION = [
@@ -43,6 +49,7 @@ _CLASSIFICATION = [
     "accuracy",
     "expected_calibration_error",
     "macro_f1",
+    "mean_average_precision",
     "negative_log_likelihood",
 ]
 _CROWD = [
@@ -58,6 +65,7 @@ _CROWD = [
 ]
 
 _TEXT = ["edit_distance", "normalise_text", "word_error_rate"]
+_BOXES = ["average_precision", "box_iou", "detection_scores", "mean_average_precision"]
 
 __getattr__, __dir__ = attach(
     __name__,
@@ -65,13 +73,17 @@ __getattr__, __dir__ = attach(
         **{name: "._classification" for name in _CLASSIFICATION},
         **{name: "._crowd" for name in _CROWD},
         **{name: "._text" for name in _TEXT},
+        **{name: "._boxes" for name in _BOXES},
     },
 )
 
 __all__ = [
     "acc_train",
     "accuracy",
+    "average_precision",
+    "box_iou",
     "confusion_js",
+    "detection_scores",
     "edit_distance",
     "empirical_confusions",
     "expected_calibration_error",
