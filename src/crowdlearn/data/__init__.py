@@ -18,8 +18,8 @@ from crowdlearn._lazy import attach
 if TYPE_CHECKING:
     from crowdlearn.data._headers import RECOGNISED as RECOGNISED_COLUMNS
     from crowdlearn.data._headers import ColumnsRecognizedWarning
-    from crowdlearn.data.boxes import Boxes
     from crowdlearn.data._views import GroupIndex
+    from crowdlearn.data.boxes import Boxes
     from crowdlearn.data.comparisons import Comparisons
     from crowdlearn.data.crowddata import DUPLICATE_POLICIES, CrowdData, DuplicatePolicy
     from crowdlearn.data.errors import CrowdDataError, CrowdDataWarning, CrowdMemoryError

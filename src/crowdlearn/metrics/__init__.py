@@ -18,6 +18,12 @@ from typing import TYPE_CHECKING
 from crowdlearn._lazy import attach
 
 if TYPE_CHECKING:
+    from crowdlearn.metrics._boxes import (
+        average_precision,
+        box_iou,
+        detection_scores,
+        mean_average_precision,
+    )
     from crowdlearn.metrics._classification import (
         acc_train,
         accuracy,
@@ -36,12 +42,6 @@ if TYPE_CHECKING:
         label_certainty,
         self_crowd_r,
     )
-    from crowdlearn.metrics._boxes import (
-        average_precision,
-        box_iou,
-        detection_scores,
-        mean_average_precision,
-    )
     from crowdlearn.metrics._text import edit_distance, normalise_text, word_error_rate
 
 _CLASSIFICATION = [
@@ -49,7 +49,6 @@ _CLASSIFICATION = [
     "accuracy",
     "expected_calibration_error",
     "macro_f1",
-    "mean_average_precision",
     "negative_log_likelihood",
 ]
 _CROWD = [
@@ -94,6 +93,7 @@ __all__ = [
     "js_divergence",
     "label_certainty",
     "macro_f1",
+    "mean_average_precision",
     "negative_log_likelihood",
     "normalise_text",
     "self_crowd_r",
