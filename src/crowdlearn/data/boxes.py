@@ -231,7 +231,7 @@ class Boxes(KindData):
             frame_column(frame, task, "task"),
             frame_column(frame, worker, "worker"),
             frame_column(frame, label, "label"),
-            *(frame_column(frame, name, name).to_numpy(np.float64) for name in COORDINATES),
+            *(_numbers(frame_column(frame, name, name), name) for name in COORDINATES),
             **kwargs,
         )
 
@@ -277,6 +277,18 @@ class Boxes(KindData):
             f"n_classes={self.n_classes}, n_boxes={self.n_boxes}, "
             f"n_annotations={self.n_annotations}{extras})"
         )
+
+
+def _numbers(column: pd.Series, name: str) -> np.ndarray:
+    """A coordinate column as float64, with one error naming the cells that are not
+    numbers (missing cells stay NaN)."""
+    values = pd.to_numeric(column, errors="coerce").to_numpy(np.float64)
+    bad = np.flatnonzero(np.isnan(values) & column.notna().to_numpy())
+    if bad.size:
+        raise CrowdDataError(
+            f"{name}: rows {show(bad)} are not numbers ({show(column.iloc[bad].tolist())})"
+        )
+    return values
 
 
 def _truth_codes(truth: pd.DataFrame, task_ids: np.ndarray, classes: np.ndarray) -> pd.DataFrame:
