@@ -11,10 +11,12 @@ consolidation"). The E-step (Bayes' rule, in log odds)::
     logit q_g = logit pi + sum_{w drew g} log(r_w / f_w)
                 + sum_{w saw g, did not draw it} log((1 - r_w) / (1 - f_w))
 
-and the M-step (Beta(1, 1) smoothing)::
+and the M-step, each worker's rates shrunk toward the pooled rates ``R`` and ``F`` of
+the whole crowd (a Beta prior of ``s = prior_strength`` pseudo-counts centred on them,
+so that a worker with few boxes, or a small crowd, is not fitted to its noise)::
 
-    r_w = (1 + sum_{g drawn by w} q_g) / (2 + sum_{g seen by w} q_g)
-    f_w = (1 + sum_{g drawn by w} (1 - q_g)) / (2 + sum_{g seen by w} (1 - q_g))
+    r_w = (s R + sum_{g drawn by w} q_g) / (s + sum_{g seen by w} q_g)
+    f_w = (s F + sum_{g drawn by w} (1 - q_g)) / (s + sum_{g seen by w} (1 - q_g))
     pi  = mean_g q_g
 
 The corners of a group are the mean of its members' corners weighted by
@@ -50,6 +52,9 @@ class BoxEM(BaseBoxAggregator):
     max_iter : int, default 100
     tol : float, default 1e-6
         Stop when no posterior moves by more than ``tol``.
+    prior_strength : float > 0, default 10
+        Pseudo-counts pulling each worker's ``r_w`` and ``f_w`` toward the rates pooled
+        over all workers (a worker with few boxes gets about the crowd's rates).
 
     Attributes
     ----------
@@ -68,6 +73,7 @@ class BoxEM(BaseBoxAggregator):
     param_bounds: ClassVar[dict[str, Bounds]] = {
         "max_iter": Bounds(1, integer=True),
         "tol": Bounds(0, low_open=True),
+        "prior_strength": Bounds(0, low_open=True),
     }
 
     def __init__(
@@ -76,11 +82,13 @@ class BoxEM(BaseBoxAggregator):
         threshold: float = 0.5,
         max_iter: int = 100,
         tol: float = 1e-6,
+        prior_strength: float = 10.0,
     ) -> None:
         self.iou_threshold = iou_threshold
         self.threshold = threshold
         self.max_iter = max_iter
         self.tol = tol
+        self.prior_strength = prior_strength
 
     def _consolidate(
         self, data: Boxes, groups: Groups
@@ -101,8 +109,12 @@ class BoxEM(BaseBoxAggregator):
             mq = q[groups.group]
             drawn_q = np.bincount(groups.worker, weights=mq, minlength=n)
             drawn_n = np.bincount(groups.worker, minlength=n).astype(np.float64)
-            recall = (1.0 + drawn_q) / (2.0 + seen_q)
-            false = (1.0 + drawn_n - drawn_q) / (2.0 + seen_n - seen_q)
+            # worker rates shrunk toward the pooled rates (prior_strength pseudo-counts)
+            s = float(self.prior_strength)
+            pooled_r = (1.0 + drawn_q.sum()) / (2.0 + seen_q.sum())
+            pooled_f = (1.0 + drawn_n.sum() - drawn_q.sum()) / (2.0 + seen_n.sum() - seen_q.sum())
+            recall = (s * pooled_r + drawn_q) / (s + seen_q)
+            false = (s * pooled_f + drawn_n - drawn_q) / (s + seen_n - seen_q)
             pi = np.clip(q.mean() if g else 0.5, 1e-6, 1 - 1e-6)
             iou = member_iou(groups, fused)
             quality = (1.0 + np.bincount(groups.worker, weights=mq * iou, minlength=n)) / (
