@@ -17,8 +17,15 @@ IoU with the mean box: Weighted Boxes Fusion, Solovyev, Peng and Wang 2021) and 
 localisation quality and class accuracy).
 
 ``DEFAULT_STRATEGY`` is ``"em"``: on the simulated crowds of the ``boxes`` benchmark
-(section ``boxes`` of ``benchmarks/pages/answer-kinds.md``) it has the highest mAP@0.5
-and F1 at IoU 0.5 of the three, with mean IoU at least that of ``majority``.
+(section ``boxes`` of ``benchmarks/pages/answer-kinds.md``, 10 seeds) it has the
+highest F1 at IoU 0.5 and mAP@0.5 on the three 300-image scenarios (F1 em / majority:
+0.960 / 0.917 with 5 workers per image, 0.871 / 0.846 with 3, 0.887 / 0.712 with half
+the workers sloppy; mAP@0.5 0.975 / 0.969, 0.878 / 0.871, 0.917 / 0.881) and the
+highest mean IoU of the matched boxes on all four. Majority keeps fewer false boxes
+(precision 0.95-0.99 against 0.85-0.97) but misses more objects; on a tiny crowd (20
+images, 3 workers each) its F1 is higher (0.879 against 0.844): EM has too few groups
+there to learn the workers' rates (``-s majority`` for such data). ``wbf`` moves only
+the corners (mean IoU +0.001 to +0.005 over ``majority``).
 """
 
 from __future__ import annotations
