@@ -79,3 +79,30 @@ def test_a_missing_coordinate_column_is_named(tmp_path):
     result = run("aggregate", path, "--kind", "box", "-o", tmp_path / "out")
     assert result.exit_code == 2 and "y_max" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_coco_document_with_an_annotator_field_is_read(tmp_path):
+    document = {
+        "images": [{"id": 1}, {"id": 2}, {"id": 3}],
+        "categories": [{"id": 1, "name": "cat"}, {"id": 2, "name": "dog"}],
+        "annotations": [
+            {"image_id": 1, "category_id": 1, "bbox": [10, 10, 40, 50], "annotator": "w1"},
+            {"image_id": 1, "category_id": 1, "bbox": [12, 8, 40, 50], "annotator": "w2"},
+            {"image_id": 2, "category_id": 2, "bbox": [5, 5, 15, 15], "annotator": "w1"},
+            {"image_id": 2, "category_id": 2, "bbox": [6, 4, 15, 15], "annotator": "w2"},
+        ],
+    }
+    path = tmp_path / "coco.json"
+    path.write_text(json.dumps(document))
+    result = run("aggregate", path, "--kind", "box", "-s", "majority", "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(tmp_path / "out" / "boxes.csv")
+    assert table["task"].tolist() == [1, 2] and table["class"].tolist() == ["cat", "dog"]
+    assert table["x_max"].tolist() == [51.0, 20.5]  # x + width, averaged
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["n_tasks"] == 3  # image 3: nobody drew on it
+    document["annotations"][1]["bbox"] = [12, 8, -40, 50]
+    path.write_text(json.dumps(document))
+    result = run("aggregate", path, "--kind", "box", "-o", tmp_path / "bad")
+    assert result.exit_code == 2 and "rows [1] have x_max < x_min" in result.stderr
+    assert not (tmp_path / "bad").exists()

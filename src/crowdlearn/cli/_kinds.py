@@ -194,7 +194,8 @@ def kind_options(command: Callable[..., Any]) -> Callable[..., Any]:
             help="What one answer is: a class, a set of classes (multilabel), a number or "
             "ordered category (rating), a choice between two items (comparison), a free "
             "text (text), or bounding boxes (box: columns task, worker, label, x_min, y_min, "
-            "x_max, y_max; one row per box). Default: comparison when the file has left and "
+            "x_max, y_max; one row per box; or a COCO JSON whose annotations name an annotator). "
+            "Default: comparison when the file has left and "
             "right columns, text for a platform export of free-text answers, else class.",
         ),
         click.option(

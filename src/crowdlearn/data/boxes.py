@@ -20,6 +20,7 @@ when unknown.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -233,6 +234,76 @@ class Boxes(KindData):
             frame_column(frame, label, "label"),
             *(_numbers(frame_column(frame, name, name), name) for name in COORDINATES),
             **kwargs,
+        )
+
+    @classmethod
+    def from_coco(cls, document: Mapping[str, Any]) -> Boxes:
+        """Build from a COCO object-detection document (a dict, as ``json.load`` gives).
+
+        ``annotations`` holds one box per entry: ``image_id`` (the task),
+        ``category_id`` (the class; its ``name`` in ``categories`` when listed), ``bbox``
+        ``[x, y, width, height]`` and the worker in one of the fields ``annotator``,
+        ``worker``, ``worker_id``, ``annotator_id``, ``user_id`` (COCO itself has none).
+        Every image of ``images`` is a task, even one nobody drew on.
+
+        Examples
+        --------
+        >>> doc = {"images": [{"id": 1}, {"id": 2}],
+        ...        "categories": [{"id": 7, "name": "cat"}],
+        ...        "annotations": [{"image_id": 1, "category_id": 7, "bbox": [0, 0, 4, 2],
+        ...                         "annotator": "w1"}]}
+        >>> b = Boxes.from_coco(doc)
+        >>> b.n_tasks, b.classes.tolist(), b.coords.tolist()
+        (2, ['cat'], [[0.0, 0.0, 4.0, 2.0]])
+        """
+        if not isinstance(document, Mapping) or not isinstance(document.get("annotations"), list):
+            raise CrowdDataError("a COCO document needs a list of 'annotations'")
+        annotations = document["annotations"]
+        if not annotations:
+            raise CrowdDataError("empty data: the COCO document has no annotations")
+        fields = ("annotator", "worker", "worker_id", "annotator_id", "user_id")
+        field = next((f for f in fields if f in annotations[0]), None)
+        if field is None:
+            raise CrowdDataError(
+                f"COCO annotations name no worker: add one of the fields {', '.join(fields)}"
+            )
+        names = {c.get("id"): c.get("name", c.get("id")) for c in document.get("categories", [])}
+        rows, bad = [], []
+        for k, entry in enumerate(annotations):
+            box = entry.get("bbox")
+            if (
+                field not in entry
+                or "image_id" not in entry
+                or not isinstance(box, (list, tuple))
+                or len(box) != 4
+            ):
+                bad.append(k)
+                continue
+            category = entry.get("category_id")
+            x, y, w, h = (float(v) for v in box)
+            rows.append(
+                (
+                    entry["image_id"],
+                    entry[field],
+                    names.get(category, category),
+                    x,
+                    y,
+                    x + w,
+                    y + h,
+                )
+            )
+        if bad:
+            raise CrowdDataError(
+                f"COCO annotations {show(bad)} lack image_id, {field} or a 4-number bbox"
+            )
+        task, worker, label, x_min, y_min, x_max, y_max = (
+            list(c) for c in zip(*rows, strict=True)
+        )
+        images = [i.get("id") for i in document.get("images", [])]
+        seen = list(dict.fromkeys([*images, *task]))
+        corners = (np.array(c, dtype=np.float64) for c in (x_min, y_min, x_max, y_max))
+        return cls.from_arrays(
+            task, worker, label, *corners, task_ids=sorted(seen) if images else None
         )
 
     @property

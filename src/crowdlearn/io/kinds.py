@@ -126,6 +126,8 @@ def read_kind(
         raise CrowdDataError(f"unknown kind {kind!r}; the kinds are {', '.join(KINDS)}")
     if not isinstance(source, pd.DataFrame):
         as_path(source)  # a TypeError naming what a path is, before anything else
+    if kind == "box" and not isinstance(source, pd.DataFrame) and str(source).endswith(".json"):
+        return _coco_boxes(existing_path(source))
     if isinstance(source, pd.DataFrame):
         frame = source
     elif (
@@ -253,6 +255,20 @@ def _per_task(
         truth=truth,
         duplicates=duplicates,
     )
+
+
+def _coco_boxes(path: Path) -> Any:
+    """Bounding boxes from a COCO JSON document (``Boxes.from_coco``)."""
+    import json
+
+    from crowdlearn.data import Boxes
+
+    with about(path):
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise CrowdDataError(f"not a JSON document ({error})") from None
+        return Boxes.from_coco(document)
 
 
 def _boxes(
