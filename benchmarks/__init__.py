@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 MODULES = (
     "aggregation_defaults",
     "aggregation_speed",
+    "boxes",
     "cmm_scaling",
     "comparisons_bench",
     "confusion_recovery",

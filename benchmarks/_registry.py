@@ -244,6 +244,7 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
             "label-sets",
             "label-sets-speed",
             "texts",
+            "boxes",
         ),
     ),
 }

@@ -30,6 +30,7 @@ PACKAGES = {
     "rating": "crowdlearn.aggregation.ratings",
     "comparison": "crowdlearn.aggregation.comparisons",
     "text": "crowdlearn.aggregation.texts",
+    "box": "crowdlearn.aggregation.boxes",
 }
 
 #: What each kind is called in notes.
@@ -39,6 +40,7 @@ NOUNS = {
     "rating": "ratings",
     "comparison": "pairwise comparisons",
     "text": "free texts",
+    "box": "bounding boxes",
 }
 
 #: The categorical default: Dawid-Skene with its prior, the best mean accuracy over the
@@ -111,6 +113,19 @@ def tables(kind: str, model: Any, data: Any) -> dict[str, Any]:
         out["scores"] = scores.sort_values("score", ascending=False, kind="stable")
         return out
     summary["n_tasks"] = data.n_tasks
+    if kind == "box":
+        boxes = model.boxes_
+        summary["classes"] = [_jsonable(c) for c in data.classes]
+        summary["n_boxes"] = len(boxes)
+        out["boxes"] = pd.DataFrame(
+            {
+                "task": data.task_ids[boxes["task"].to_numpy(np.int64)],
+                "class": data.classes[boxes["class"].to_numpy(np.int64)],
+                **{c: boxes[c].to_numpy(np.float64) for c in ("x_min", "y_min", "x_max", "y_max")},
+                "score": boxes["score"].to_numpy(np.float64),
+            }
+        )
+        return out
     if kind == "text":
         columns_text: dict[str, Any] = {"task": data.task_ids, "text": np.asarray(model.texts_)}
         if getattr(model, "confidence_", None) is not None:
@@ -175,11 +190,13 @@ def kind_options(command: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option(
             "--kind",
-            type=click.Choice(["class", "multilabel", "rating", "comparison", "text"]),
+            type=click.Choice(["class", "multilabel", "rating", "comparison", "text", "box"]),
             help="What one answer is: a class, a set of classes (multilabel), a number or "
-            "ordered category (rating), a choice between two items (comparison), or a free "
-            "text (text). Default: comparison when the file has left and right columns, "
-            "text for a platform export of free-text answers, else class.",
+            "ordered category (rating), a choice between two items (comparison), a free "
+            "text (text), or bounding boxes (box: columns task, worker, label, x_min, y_min, "
+            "x_max, y_max; one row per box; or a COCO JSON whose annotations name an annotator). "
+            "Default: comparison when the file has left and "
+            "right columns, text for a platform export of free-text answers, else class.",
         ),
         click.option(
             "--sep",

@@ -426,7 +426,7 @@ def _aggregate_kind(
     answers = _kinds.read_answers(data, kind, sep, order, tie, duplicates)
     model.fit(answers)
     tables = _kinds.tables(kind, model, answers)
-    names = [name for name in ("labels", "probas", "scores") if name in tables]
+    names = [name for name in ("labels", "probas", "scores", "boxes") if name in tables]
     back: list[str] = []
     with outputs:
         for name in names:

@@ -113,6 +113,11 @@ def report(
     if kind is None:
         kind = _kinds.detected_kind(data, "memory")
     _kinds.check_kind_options(kind, sep, order, tie)
+    if kind == "box":
+        raise CrowdDataError(
+            "crowdlearn report does not cover bounding boxes yet; use crowdlearn aggregate "
+            "or identify with --kind box"
+        )
     if kind != "class":
         if len(_strategy_names(strategies)) > 1 or use_truth:
             raise CrowdDataError(

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from crowdlearn.data._headers import RECOGNISED as RECOGNISED_COLUMNS
     from crowdlearn.data._headers import ColumnsRecognizedWarning
     from crowdlearn.data._views import GroupIndex
+    from crowdlearn.data.boxes import Boxes
     from crowdlearn.data.comparisons import Comparisons
     from crowdlearn.data.crowddata import DUPLICATE_POLICIES, CrowdData, DuplicatePolicy
     from crowdlearn.data.errors import CrowdDataError, CrowdDataWarning, CrowdMemoryError
@@ -36,6 +37,7 @@ __getattr__, __dir__ = attach(
         "parse_label_set": ".label_sets",
         "Ratings": ".ratings",
         "Texts": ".texts",
+        "Boxes": ".boxes",
         "Comparisons": ".comparisons",
         "DuplicatePolicy": ".crowddata",
         "GroupIndex": "._views",
@@ -54,6 +56,7 @@ __all__ = [
     "DUPLICATE_POLICIES",
     "RECOGNISED_COLUMNS",
     "ArrayInputs",
+    "Boxes",
     "ColumnsRecognizedWarning",
     "Comparisons",
     "CrowdData",

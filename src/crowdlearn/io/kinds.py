@@ -29,7 +29,7 @@ from crowdlearn.io._files import is_batch_source, logical_suffix, sniff_delimite
 from crowdlearn.io.platforms import batch_frame, platform_data, with_batch_rows
 
 #: The kinds of answer, by their ``--kind`` name.
-KINDS = ("class", "multilabel", "rating", "comparison", "text")
+KINDS = ("class", "multilabel", "rating", "comparison", "text", "box")
 
 
 def detect_kind(header: Sequence[str], columns: Mapping[str, Any] | None = None) -> str:
@@ -95,7 +95,7 @@ def read_kind(
     ----------
     source : path or DataFrame
         A CSV/TSV or Parquet file (or folder), or a DataFrame.
-    kind : {"class", "multilabel", "rating", "comparison", "text"}, optional
+    kind : {"class", "multilabel", "rating", "comparison", "text", "box"}, optional
         Default: told by :func:`detect_kind` (comparisons from a ``left``/``right`` pair,
         else classes).
     columns : mapping, optional
@@ -126,6 +126,8 @@ def read_kind(
         raise CrowdDataError(f"unknown kind {kind!r}; the kinds are {', '.join(KINDS)}")
     if not isinstance(source, pd.DataFrame):
         as_path(source)  # a TypeError naming what a path is, before anything else
+    if kind == "box" and not isinstance(source, pd.DataFrame) and str(source).endswith(".json"):
+        return _coco_boxes(existing_path(source))
     if isinstance(source, pd.DataFrame):
         frame = source
     elif (
@@ -168,6 +170,8 @@ def read_kind(
     with context:
         if kind == "comparison":
             return _comparisons(frame, mapping, truth_column, tie)
+        if kind == "box":
+            return _boxes(frame, mapping, truth_column)
         return _per_task(frame, kind, mapping, truth_column, sep, order, duplicates)
 
 
@@ -251,6 +255,42 @@ def _per_task(
         truth=truth,
         duplicates=duplicates,
     )
+
+
+def _coco_boxes(path: Path) -> Any:
+    """Bounding boxes from a COCO JSON document (``Boxes.from_coco``)."""
+    import json
+
+    from crowdlearn.data import Boxes
+
+    with about(path):
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise CrowdDataError(f"not a JSON document ({error})") from None
+        return Boxes.from_coco(document)
+
+
+def _boxes(
+    frame: pd.DataFrame, mapping: Mapping[str, str | None], truth_column: str | None
+) -> Any:
+    """Bounding boxes: one row per box (task, worker, label = class, x_min, y_min, x_max,
+    y_max; a row with no label and no coordinates: the worker saw the task and drew
+    nothing)."""
+    from crowdlearn.data import Boxes
+    from crowdlearn.data.boxes import COORDINATES
+
+    if truth_column is not None or mapping.get("truth"):
+        raise CrowdDataError("bounding boxes take no truth column (their truth is a box table)")
+    found = resolve_columns(
+        [str(c) for c in frame.columns],
+        {k: v for k, v in mapping.items() if k in ("task", "worker", "label")},
+    )
+    if found.worker is None:
+        raise CrowdDataError("box answers need a worker column")
+    names = {"task": found.task, "worker": found.worker, "label": found.label}
+    _require(frame, {**names, **{c: c for c in COORDINATES}}, "box")
+    return Boxes.from_frame(frame, found.task, found.worker, found.label)
 
 
 def _comparisons(

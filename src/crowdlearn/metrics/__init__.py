@@ -18,6 +18,12 @@ from typing import TYPE_CHECKING
 from crowdlearn._lazy import attach
 
 if TYPE_CHECKING:
+    from crowdlearn.metrics._boxes import (
+        average_precision,
+        box_iou,
+        detection_scores,
+        mean_average_precision,
+    )
     from crowdlearn.metrics._classification import (
         acc_train,
         accuracy,
@@ -58,6 +64,7 @@ _CROWD = [
 ]
 
 _TEXT = ["edit_distance", "normalise_text", "word_error_rate"]
+_BOXES = ["average_precision", "box_iou", "detection_scores", "mean_average_precision"]
 
 __getattr__, __dir__ = attach(
     __name__,
@@ -65,13 +72,17 @@ __getattr__, __dir__ = attach(
         **{name: "._classification" for name in _CLASSIFICATION},
         **{name: "._crowd" for name in _CROWD},
         **{name: "._text" for name in _TEXT},
+        **{name: "._boxes" for name in _BOXES},
     },
 )
 
 __all__ = [
     "acc_train",
     "accuracy",
+    "average_precision",
+    "box_iou",
     "confusion_js",
+    "detection_scores",
     "edit_distance",
     "empirical_confusions",
     "expected_calibration_error",
@@ -82,6 +93,7 @@ __all__ = [
     "js_divergence",
     "label_certainty",
     "macro_f1",
+    "mean_average_precision",
     "negative_log_likelihood",
     "normalise_text",
     "self_crowd_r",

@@ -27,6 +27,7 @@ from crowdlearn._lazy import attach
 if TYPE_CHECKING:
     from crowdlearn.simulate._groups import GROUP_DEFAULTS
     from crowdlearn.simulate._result import SimulationInfo
+    from crowdlearn.simulate.boxes import simulate_boxes
     from crowdlearn.simulate.cmm import DEFAULT_NOISE_LEVELS, cmm_gaussians
     from crowdlearn.simulate.comparisons import simulate_comparisons
     from crowdlearn.simulate.features import (
@@ -89,6 +90,7 @@ __getattr__, __dir__ = attach(
         "student_teacher": ".peerannot",
         "simulate_ratings": ".ratings",
         "simulate_texts": ".texts",
+        "simulate_boxes": ".boxes",
     },
     factories={"STRATEGIES": _strategies},
 )
@@ -106,6 +108,7 @@ __all__ = [
     "hammer_spammer",
     "independent_confusion",
     "make_imbalanced",
+    "simulate_boxes",
     "simulate_comparisons",
     "simulate_label_sets",
     "simulate_ratings",
