@@ -267,7 +267,7 @@ def test_registry_and_default():
 def test_wrong_type_and_bad_parameters():
     crowd = CrowdData.from_arrays([0, 0], [0, 1], [0, 1])
     for spec in ("binary-ds", "ml-mixture"):
-        with pytest.raises(TypeError, match="expects a crowdlearn.data.LabelSets"):
+        with pytest.raises(TypeError, match=r"expects a crowdlearn\.data\.LabelSets"):
             make_aggregator(spec).fit(crowd)
     data = simulate_label_sets(n_tasks=20, n_workers=5, random_state=0)
     with pytest.raises(ValueError, match="max_iter"):

@@ -26,10 +26,10 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 from scipy.optimize import linear_sum_assignment
-from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
-from crowdlearn._bounds import Bounds, check_params
+from crowdlearn._bounds import Bounds
+from crowdlearn.aggregation._kind_base import KindAggregator
 from crowdlearn.data.boxes import COORDINATES, Boxes
 from crowdlearn.metrics._boxes import box_iou
 
@@ -145,7 +145,7 @@ def vote(groups: Groups, weight: np.ndarray, n_classes: int) -> np.ndarray:
     return np.argmax(tally, axis=1)
 
 
-class BaseBoxAggregator(BaseEstimator):
+class BaseBoxAggregator(KindAggregator):
     """Base class of box aggregators (scikit-learn estimator contract).
 
     Subclasses implement ``_consolidate(data, groups)`` returning, per group, the fused
@@ -169,33 +169,16 @@ class BaseBoxAggregator(BaseEstimator):
         "iou_",
         "class_accuracy_",
     )
-    param_bounds: ClassVar[dict[str, Bounds]] = {}
+    param_bounds: ClassVar[dict[str, Bounds]] = {"iou_threshold": UNIT_OPEN, "threshold": UNIT}
+    data_type = Boxes
+    build_hint = (
+        "build one with Boxes.from_frame(df) (columns task, worker, label, x_min, y_min, "
+        "x_max, y_max) or Boxes.from_arrays(...)"
+    )
+    result = "boxes_"
 
-    def fit(self, data: Boxes) -> BaseBoxAggregator:
-        """Match and consolidate each task's boxes; returns ``self``."""
-        if not isinstance(data, Boxes):
-            raise TypeError(
-                f"{type(self).__name__}.fit expects a crowdlearn.data.Boxes, got "
-                f"{type(data).__name__}; build one with Boxes.from_frame(df) (columns task, "
-                "worker, label, x_min, y_min, x_max, y_max) or Boxes.from_arrays(...)"
-            )
-        params = self.get_params(deep=False)
-        check_params(type(self).__name__, params)
-        for name, bounds in {
-            "iou_threshold": UNIT_OPEN,
-            "threshold": UNIT,
-            **self.param_bounds,
-        }.items():
-            if name not in params:
-                continue
-            problem = bounds.problem(params[name])
-            if problem is not None:
-                wrong = isinstance(params[name], bool) or not isinstance(
-                    params[name], (int, float, np.number)
-                )
-                raise (TypeError if wrong else ValueError)(
-                    f"{type(self).__name__}: {name} {problem}"
-                )
+    def _fit(self, data: Boxes) -> None:
+        """Match and consolidate each task's boxes."""
         groups = match_boxes(data, self.iou_threshold)
         fused, label, score = self._consolidate(data, groups)
         frame = pd.DataFrame({"task": groups.task, "class": label.astype(np.int64)})
@@ -210,10 +193,7 @@ class BaseBoxAggregator(BaseEstimator):
             drop=True
         )
         self._worker_stats(data, groups, kept.astype(np.float64), fused, label)
-        self.task_ids_ = data.task_ids
-        self.worker_ids_ = data.worker_ids
         self.classes_ = data.classes
-        return self
 
     def _consolidate(
         self, data: Boxes, groups: Groups

@@ -71,6 +71,7 @@ class BoxEM(BaseBoxAggregator):
     """
 
     param_bounds: ClassVar[dict[str, Bounds]] = {
+        **BaseBoxAggregator.param_bounds,
         "max_iter": Bounds(1, integer=True),
         "tol": Bounds(0, low_open=True),
         "prior_strength": Bounds(0, low_open=True),

@@ -83,7 +83,10 @@ class WeightedBoxFusion(MajorityBoxes):
     11.25
     """
 
-    param_bounds: ClassVar[dict[str, Bounds]] = {"n_rounds": Bounds(1, integer=True)}
+    param_bounds: ClassVar[dict[str, Bounds]] = {
+        **BaseBoxAggregator.param_bounds,
+        "n_rounds": Bounds(1, integer=True),
+    }
 
     def __init__(
         self, iou_threshold: float = 0.5, threshold: float = 0.5, n_rounds: int = 2
