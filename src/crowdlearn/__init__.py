@@ -20,7 +20,15 @@ from crowdlearn._lazy import attach
 
 if TYPE_CHECKING:
     from crowdlearn.aggregation import MajorityVote, NaiveSoft
-    from crowdlearn.data import Comparisons, CrowdData, CrowdDataError, LabelSets, Ratings, Texts
+    from crowdlearn.data import (
+        Comparisons,
+        CrowdData,
+        CrowdDataError,
+        LabelSets,
+        Masks,
+        Ratings,
+        Texts,
+    )
 
 
 def _version() -> str:
@@ -42,6 +50,7 @@ __getattr__, __dir__ = attach(
         "Ratings": "crowdlearn.data.ratings",
         "Comparisons": "crowdlearn.data.comparisons",
         "Texts": "crowdlearn.data.texts",
+        "Masks": "crowdlearn.data.masks",
         # the aggregation package, not its modules: it registers the CLI strategies
         "MajorityVote": "crowdlearn.aggregation",
         "NaiveSoft": "crowdlearn.aggregation",
@@ -70,6 +79,7 @@ __all__ = [
     "CrowdDataError",
     "LabelSets",
     "MajorityVote",
+    "Masks",
     "NaiveSoft",
     "Ratings",
     "Texts",

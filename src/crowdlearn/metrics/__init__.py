@@ -4,7 +4,8 @@ Classification quality (accuracy, macro-F1, calibration, likelihood), the qualit
 aggregated training labels (AccTrain), class imbalance (the imbalance ratio, largest
 over smallest class count, and the Self-Crowd paper's R), Jensen-Shannon divergences
 between confusion matrices (the CMM paper's I-JS and G-JS), and ICED's label
-certainty score, and the word error rate of texts (``word_error_rate``).
+certainty score, the word error rate of texts (``word_error_rate``), and the
+overlap of segmentation masks (``iou``, ``dice``).
 
 Labels are class *codes* (``0..K-1``) as used throughout crowdlearn; ``-1`` in a
 truth array marks an unknown truth and such entries are left out. The names are
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
         label_certainty,
         self_crowd_r,
     )
+    from crowdlearn.metrics._masks import dice, iou
     from crowdlearn.metrics._text import edit_distance, normalise_text, word_error_rate
 
 _CLASSIFICATION = [
@@ -47,17 +49,20 @@ _CLASSIFICATION = [
 ]
 _CROWD = [
     "confusion_js",
+    "dice",
     "empirical_confusions",
     "global_confusion",
     "global_js",
     "imbalance_ratio",
     "individual_js",
+    "iou",
     "js_divergence",
     "label_certainty",
     "self_crowd_r",
 ]
 
 _TEXT = ["edit_distance", "normalise_text", "word_error_rate"]
+_MASKS = ["dice", "iou"]
 
 __getattr__, __dir__ = attach(
     __name__,
@@ -65,6 +70,7 @@ __getattr__, __dir__ = attach(
         **{name: "._classification" for name in _CLASSIFICATION},
         **{name: "._crowd" for name in _CROWD},
         **{name: "._text" for name in _TEXT},
+        **{name: "._masks" for name in _MASKS},
     },
 )
 
