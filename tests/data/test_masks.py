@@ -89,7 +89,7 @@ def test_png_without_or_with_pillow(tmp_path) -> None:
     (tmp_path / "t1" / "w1.png").write_bytes(b"not a png")
     m = Masks.from_folder(tmp_path)
     assert m.mask_format == "png"
-    with pytest.raises(CrowdDataError, match="w1.png"):
+    with pytest.raises(CrowdDataError, match=r"w1\.png"):
         m.task_masks(0)
 
 

@@ -53,7 +53,7 @@ def test_registry_and_default() -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_wrong_type_is_a_type_error(name: str) -> None:
     data = CrowdData.from_arrays([0, 1], [0, 0], ["a", "b"])
-    with pytest.raises(TypeError, match="Masks.from_arrays"):
+    with pytest.raises(TypeError, match=r"Masks\.from_arrays"):
         make_aggregator(name).fit(data)  # type: ignore[arg-type]
 
 
@@ -171,7 +171,7 @@ def test_all_empty_masks_give_empty_results() -> None:
 
 
 def test_folder_streaming_equals_memory(tmp_path) -> None:
-    on_disk, info = simulate_masks(
+    on_disk, _info = simulate_masks(
         n_tasks=6, n_workers=5, per_task=3, folder=tmp_path, random_state=2, return_info=True
     )
     in_memory = Masks.from_arrays(
