@@ -244,6 +244,8 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
             "label-sets",
             "label-sets-speed",
             "texts",
+            "masks",
+            "masks-memory",
         ),
     ),
 }
