@@ -11,9 +11,14 @@ Methods: ``mv`` (per-pixel majority vote) and ``staple`` (Warfield, Zou and Well
 per-worker sensitivity and specificity by EM).
 
 ``DEFAULT_STRATEGY`` is ``"staple"``: on the simulated crowds of the ``masks`` section
-of ``benchmarks/pages/answer-kinds.md`` (good workers beside ones who dilate, erode,
-shift or draw noise) it has a higher mean IoU with the truth than the majority vote,
-at a few passes over the masks.
+of ``benchmarks/pages/answer-kinds.md`` (100 tasks, 15 workers, 5 per task; half good
+workers, the others dilate, erode, shift, omit a shape or flip pixels; 3 seeds) it has
+the highest mean IoU with the truth: staple 0.9356, mv 0.9299, crowd-kit 1.4.2's
+SegmentationRASA 0.9320, SegmentationMajorityVote 0.9299 (the same masks as ``mv``),
+SegmentationEM 0.9293 (mean over the seeds; staple is first on 2 of the 3 seeds and
+below mv on the third: 0.911 against 0.927). It recovers each worker's sensitivity and
+specificity within a mean absolute error of 0.014 and 0.004, at 8 to 10 EM passes
+over the masks plus two (0.46 s against 0.04 s for ``mv``).
 """
 
 from __future__ import annotations
