@@ -41,6 +41,8 @@ QUICK_CROWD = {"n_tasks": 6, "n_workers": 5, "per_task": 3, "size": 32}
 #: The memory run (full, quick).
 MEMORY = {"n_tasks": 1000, "n_workers": 5, "per_task": 5, "size": 512}
 QUICK_MEMORY = {"n_tasks": 20, "n_workers": 5, "per_task": 5, "size": 64}
+#: The strategies of the memory run.
+MEMORY_METHODS = ("mv", "staple")
 
 
 def empirical_rates(data: Masks) -> tuple[np.ndarray, np.ndarray]:
@@ -147,7 +149,7 @@ def bench_masks_memory(out: Path, quick: bool, seeds: int) -> BenchResult:
         simulate_masks(**crowd, folder=folder, random_state=0)
         files = [p for p in folder.rglob("*.npy") if p.parent.name != "_truth"]
         disk = sum(p.stat().st_size for p in files)
-        for method in sorted(STRATEGIES):
+        for method in MEMORY_METHODS:
             report, scores = _fit("crowdlearn", method, folder, timeout)
             row = {"method": method, "n_masks": len(files), "disk_bytes": disk, **report}
             if scores:

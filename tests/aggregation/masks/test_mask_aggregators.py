@@ -209,3 +209,19 @@ def test_wrong_size_in_a_folder_names_task_and_worker(tmp_path) -> None:
     data = Masks.from_folder(tmp_path)
     with pytest.raises(CrowdDataError, match=r"task 'img1'.*worker 'bob'.*4x5"):
         MaskMajorityVote().fit(data)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_segmentation_em_matches_crowdkit(seed: int) -> None:
+    from crowdkit.aggregation import SegmentationEM as CrowdKitEM
+
+    from crowdlearn.aggregation.masks import SegmentationEM
+
+    data = simulate_masks(n_tasks=8, n_workers=6, per_task=4, random_state=seed)
+    rows = [(t, int(w), m) for t, ws, ms in data.iter_tasks() for w, m in zip(ws, ms, strict=True)]
+    frame = pd.DataFrame(rows, columns=["task", "worker", "segmentation"])
+    with np.errstate(all="ignore"):
+        theirs = CrowdKitEM().fit_predict(frame)
+    ours = SegmentationEM().fit(data)
+    for t in range(data.n_tasks):
+        assert np.array_equal(ours.masks_(t), theirs[t])

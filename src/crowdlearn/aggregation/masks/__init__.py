@@ -7,8 +7,9 @@ memory at a time), learned attributes with a trailing underscore: ``agreement_``
 arrays named by ``worker_attributes``, and the method ``masks_(t)`` giving task code
 ``t``'s aggregated bool mask (``iter_masks()`` yields them all, one at a time).
 
-Methods: ``mv`` (per-pixel majority vote) and ``staple`` (Warfield, Zou and Wells 2004:
-per-worker sensitivity and specificity by EM).
+Methods: ``mv`` (per-pixel majority vote), ``staple`` (Warfield, Zou and Wells 2004:
+per-worker sensitivity and specificity by EM) and ``em`` (Lee, Das Sarma and
+Parameswaran 2018: a one-coin EM fitted image by image, crowd-kit's SegmentationEM).
 
 ``DEFAULT_STRATEGY`` is ``"staple"``: on the simulated crowds of the ``masks`` section
 of ``benchmarks/pages/answer-kinds.md`` (100 tasks, 15 workers, 5 per task; half good
@@ -27,6 +28,7 @@ from typing import Any
 
 from crowdlearn._registry import Entry, Registry
 from crowdlearn.aggregation.masks._base import BaseMaskAggregator, mean_iou
+from crowdlearn.aggregation.masks.em import SegmentationEM
 from crowdlearn.aggregation.masks.majority_vote import MaskMajorityVote
 from crowdlearn.aggregation.masks.staple import STAPLE, pixel_posterior
 
@@ -51,6 +53,7 @@ def make_aggregator(spec: str, **params: Any) -> BaseMaskAggregator:
 
 register("mv", MaskMajorityVote, "per-pixel majority vote")
 register("staple", STAPLE, "per-worker sensitivity/specificity by EM (Warfield 2004)")
+register("em", SegmentationEM, "one-coin EM per image (Lee, Das Sarma, Parameswaran 2018)")
 
 __all__ = [
     "DEFAULT_STRATEGY",
@@ -58,6 +61,7 @@ __all__ = [
     "STRATEGIES",
     "BaseMaskAggregator",
     "MaskMajorityVote",
+    "SegmentationEM",
     "make_aggregator",
     "mean_iou",
     "pixel_posterior",
