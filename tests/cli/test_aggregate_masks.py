@@ -85,3 +85,10 @@ def test_not_a_folder(tmp_path) -> None:
     out = tmp_path / "out"
     result = run("aggregate", path, "--kind", "mask", "-o", out)
     _assert_failed_cleanly(result, out, "not a folder of masks")
+
+
+def test_report_refuses_masks_in_one_line(folder, tmp_path) -> None:
+    root, _ = folder
+    out = tmp_path / "report.html"
+    result = run("report", root, "--kind", "mask", "-o", out)
+    _assert_failed_cleanly(result, out, "does not cover segmentation masks")
