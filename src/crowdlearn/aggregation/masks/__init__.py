@@ -9,7 +9,9 @@ arrays named by ``worker_attributes``, and the method ``masks_(t)`` giving task 
 
 Methods: ``mv`` (per-pixel majority vote), ``staple`` (Warfield, Zou and Wells 2004:
 per-worker sensitivity and specificity by EM) and ``em`` (Lee, Das Sarma and
-Parameswaran 2018: a one-coin EM fitted image by image, crowd-kit's SegmentationEM).
+Parameswaran 2018: a one-coin EM fitted image by image, crowd-kit's SegmentationEM) and
+``rasa`` (Li and Fukumoto 2019 carried over to masks as crowd-kit's SegmentationRASA: a
+vote weighted by each mask's IoU with the current estimate, image by image).
 
 ``DEFAULT_STRATEGY`` is ``"staple"``: on the simulated crowds of the ``masks`` section
 of ``benchmarks/pages/answer-kinds.md`` (100 tasks, 15 workers, 5 per task; half good
@@ -31,6 +33,7 @@ from crowdlearn._registry import Entry, Registry
 from crowdlearn.aggregation.masks._base import BaseMaskAggregator, mean_iou
 from crowdlearn.aggregation.masks.em import SegmentationEM
 from crowdlearn.aggregation.masks.majority_vote import MaskMajorityVote
+from crowdlearn.aggregation.masks.rasa import SegmentationRASA
 from crowdlearn.aggregation.masks.staple import STAPLE, pixel_posterior
 
 _REGISTRY = Registry("mask strategy")
@@ -54,6 +57,7 @@ def make_aggregator(spec: str, **params: Any) -> BaseMaskAggregator:
 
 register("mv", MaskMajorityVote, "per-pixel majority vote")
 register("staple", STAPLE, "per-worker sensitivity/specificity by EM (Warfield 2004)")
+register("rasa", SegmentationRASA, "IoU-reweighted vote per image (Li and Fukumoto 2019)")
 register("em", SegmentationEM, "one-coin EM per image (Lee, Das Sarma, Parameswaran 2018)")
 
 __all__ = [
@@ -63,6 +67,7 @@ __all__ = [
     "BaseMaskAggregator",
     "MaskMajorityVote",
     "SegmentationEM",
+    "SegmentationRASA",
     "make_aggregator",
     "mean_iou",
     "pixel_posterior",
