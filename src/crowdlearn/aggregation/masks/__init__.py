@@ -18,7 +18,8 @@ of ``benchmarks/pages/answer-kinds.md`` (100 tasks, 15 workers, 5 per task; half
 workers, the others dilate, erode, shift, omit a shape or flip pixels; 3 seeds) it has
 the highest mean IoU with the truth: staple 0.9356, mv 0.9299, crowd-kit 1.4.2's
 SegmentationRASA 0.9320, SegmentationMajorityVote 0.9299 (the same masks as ``mv``),
-SegmentationEM 0.9293 and our ``em`` 0.9293 (the same masks). These are means over the
+SegmentationEM 0.9293, our ``rasa`` 0.9320 and ``em`` 0.9293 (the same masks as
+crowd-kit's). These are means over the
 seeds: staple is first on 2 of the 3 seeds and below mv on the third (0.911 against
 0.927). It recovers each worker's sensitivity and
 specificity within a mean absolute error of 0.014 and 0.004, at 8 to 10 EM passes
