@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 from crowdlearn.data import CrowdDataError, Masks
 
@@ -98,3 +101,51 @@ def test_empty_or_missing_folder(tmp_path) -> None:
         Masks.from_folder(tmp_path)
     with pytest.raises(CrowdDataError, match="not a folder"):
         Masks.from_folder(tmp_path / "nope")
+
+
+def _encode_rle(mask: np.ndarray, compressed: bool) -> dict:
+    """COCO RLE of a mask, written here from the format's description (column-major
+    runs, background first; compressed: differences with the count two before, 5-bit
+    groups from character 48, 0x20 = more groups, 0x10 of the last = negative)."""
+    counts, current, run = [], False, 0
+    for value in mask.T.reshape(-1).tolist():
+        if value == current:
+            run += 1
+        else:
+            counts.append(run)
+            current, run = value, 1
+    counts.append(run)
+    if not compressed:
+        return {"size": list(mask.shape), "counts": counts}
+    chars = []
+    for i, count in enumerate(counts):
+        x = count - counts[i - 2] if i > 2 else count
+        more = True
+        while more:
+            c = x & 0x1F
+            x >>= 5
+            more = x != -1 if c & 0x10 else x != 0
+            if more:
+                c |= 0x20
+            chars.append(chr(c + 48))
+    return {"size": list(mask.shape), "counts": "".join(chars)}
+
+
+@settings(max_examples=60, deadline=None)
+@given(mask=arrays(bool, st.tuples(st.integers(1, 7), st.integers(1, 7))), packed=st.booleans())
+def test_rle_round_trip(mask: np.ndarray, packed: bool) -> None:
+    rle = _encode_rle(mask, packed)
+    m = Masks.from_rle(["t"], ["w"], [rle], truth={"t": rle})
+    assert np.array_equal(m.task_masks(0)[1][0], mask)
+    assert np.array_equal(m.truth_mask(0), mask)
+
+
+def test_bad_rle_is_one_error() -> None:
+    m = Masks.from_rle(["t"], ["w"], [{"size": [2, 2], "counts": [1, 2]}])
+    with pytest.raises(CrowdDataError, match=r"task 't', worker 'w'.*cover 3 pixels.*2x2"):
+        m.task_masks(0)
+    with pytest.raises(CrowdDataError, match="expected a COCO RLE dict"):
+        Masks.from_rle(["t"], ["w"], [np.zeros((2, 2))])
+    bad = Masks.from_rle(["t"], ["w"], [{"size": [2, 2]}])
+    with pytest.raises(CrowdDataError, match="not a COCO RLE"):
+        bad.task_masks(0)

@@ -5,9 +5,10 @@ task's size (tasks may differ in size; every mask of a task has the task's size,
 an error naming the task and the worker). Masks are big, so :class:`Masks` holds only
 the annotations' task and worker codes and a *source* that loads the masks of one task
 on demand (:meth:`Masks.task_masks`): an in-memory list (:meth:`Masks.from_arrays`, for
-small data and tests) or files in a folder (:meth:`Masks.from_folder`), read when a
-task is asked for. Aggregators make passes over the tasks one at a time, so at most one
-task's masks are in memory at once.
+small data and tests), files in a folder (:meth:`Masks.from_folder`), read when a
+task is asked for, or COCO run-length encodings (:meth:`Masks.from_rle`), decoded
+then. Aggregators make passes over the tasks one at a time, so at most one task's
+masks are in memory at once.
 
 Folder layout (``crowdlearn aggregate --kind mask FOLDER``)::
 
@@ -100,6 +101,60 @@ def write_mask(path: str | os.PathLike[str], mask: np.ndarray) -> None:
             np.save(handle, mask, allow_pickle=False)
 
 
+def _rle_counts(counts: Any, where: str) -> list[int]:
+    """The run lengths of a COCO RLE: a list of ints, or the compressed string (each
+    count in 5-bit groups, low first, as characters from ``0`` (48), bit 0x20: more
+    groups follow, bit 0x10 of the last group: the value is negative; from the third
+    count on, each is stored as its difference with the count two places before)."""
+    if isinstance(counts, (list, tuple, np.ndarray)):
+        return [int(c) for c in counts]
+    if isinstance(counts, bytes):
+        counts = counts.decode("ascii")
+    if not isinstance(counts, str):
+        raise CrowdDataError(f"{where}: RLE counts must be a list of ints or a string")
+    out: list[int] = []
+    position = 0
+    while position < len(counts):
+        value, shift, more = 0, 0, True
+        while more:
+            if position >= len(counts):
+                raise CrowdDataError(f"{where}: the RLE string ends inside a count")
+            group = ord(counts[position]) - 48
+            if not 0 <= group < 64:
+                raise CrowdDataError(f"{where}: {counts[position]!r} is not an RLE character")
+            value |= (group & 0x1F) << shift
+            more = bool(group & 0x20)
+            position += 1
+            shift += 5
+            if not more and group & 0x10:
+                value |= -1 << shift
+        if len(out) > 2:
+            value += out[-2]
+        out.append(value)
+    return out
+
+
+def decode_rle(rle: Mapping[str, Any], where: str = "RLE") -> np.ndarray:
+    """A COCO run-length encoding ``{"size": [height, width], "counts": ...}`` as a 2-D
+    bool mask. The runs alternate background and foreground, background first, over the
+    pixels in column-major order (down the first column, then the next)."""
+    try:
+        height, width = (int(v) for v in rle["size"])
+        counts = _rle_counts(rle["counts"], where)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CrowdDataError(f"{where}: not a COCO RLE ({type(exc).__name__}: {exc})") from None
+    runs = np.asarray(counts, dtype=np.int64)
+    if (runs < 0).any() or runs.sum() != height * width:
+        raise CrowdDataError(
+            f"{where}: the RLE runs cover {int(runs.sum())} pixels, its size "
+            f"{height}x{width} has {height * width}"
+        )
+    values = np.zeros(len(runs), dtype=bool)
+    values[1::2] = True
+    flat = np.repeat(values, runs)
+    return flat.reshape(width, height).T.copy()
+
+
 class Masks(KindData):
     """Binary segmentation masks from a crowd, loaded one task at a time.
 
@@ -109,7 +164,7 @@ class Masks(KindData):
         Task and worker code of each annotation.
     source : sequence
         One entry per annotation: a 2-D array (held in memory) or a path to a ``.npy`` /
-        ``.png`` file (read when its task is asked for).
+        ``.png`` file (read when its task is asked for) or a COCO RLE dict (decoded then).
     task_ids, worker_ids : array-like, optional
     truth : sequence of shape (n_tasks,), optional
         Per task: a 2-D array, a file path or ``None`` (unknown).
@@ -248,6 +303,51 @@ class Masks(KindData):
         return data
 
     @classmethod
+    def from_rle(
+        cls,
+        task: Any,
+        worker: Any,
+        rle: Sequence[Mapping[str, Any]],
+        *,
+        truth: Any = None,
+        duplicates: str = "error",
+    ) -> Masks:
+        """Build from COCO run-length encodings, one per annotation, decoded when their
+        task is loaded.
+
+        Parameters
+        ----------
+        rle : sequence of dicts ``{"size": [height, width], "counts": list or str}``
+            Uncompressed (a list of run lengths) or compressed (COCO's string) counts.
+        truth : Mapping keyed by task id, or a sequence aligned with the task codes,
+            optional (RLE dicts; ``None`` where unknown).
+
+        Examples
+        --------
+        >>> m = Masks.from_rle(["t"], ["w"], [{"size": [2, 2], "counts": [1, 2, 1]}])
+        >>> m.task_masks(0)[1][0].astype(int).tolist()
+        [[0, 1], [1, 0]]
+        """
+        task_codes, task_ids = factorize(task, "task")
+        worker_codes, worker_ids = factorize(worker, "worker")
+        rle = list(rle)
+        for row, value in enumerate(rle):
+            if not isinstance(value, Mapping):
+                raise CrowdDataError(
+                    f"row {row}: expected a COCO RLE dict, got {type(value).__name__}"
+                )
+        aligned = None if truth is None else _aligned(truth, task_ids)
+        return cls(
+            task_codes,
+            worker_codes,
+            rle,
+            task_ids=task_ids,
+            worker_ids=worker_ids,
+            truth=aligned,
+            duplicates=duplicates,
+        )
+
+    @classmethod
     def from_folder(cls, folder: str | os.PathLike[str], *, duplicates: str = "error") -> Masks:
         """Index a folder laid out as ``FOLDER/TASK/WORKER.npy|png`` (truth in
         ``FOLDER/_truth/TASK.npy|png``); nothing is read but the file names."""
@@ -325,10 +425,7 @@ class Masks(KindData):
         rows = self.task_rows(t)
         loaded = []
         for row in rows.tolist():
-            value = self._source[row]
-            if isinstance(value, (str, os.PathLike)):
-                value = read_mask(value)
-            loaded.append(value)
+            loaded.append(_load(self._source[row], self, row))
         shape = loaded[0].shape
         for row, mask in zip(rows.tolist(), loaded, strict=True):
             if mask.shape != shape:
@@ -351,8 +448,9 @@ class Masks(KindData):
         if self._truth is None or self._truth[t] is None:
             return None
         value = self._truth[t]
-        mask = read_mask(value) if isinstance(value, (str, os.PathLike)) else value
-        return mask
+        if isinstance(value, Mapping):
+            return decode_rle(value, f"truth of task {self.task_ids[t]!r}")
+        return read_mask(value) if isinstance(value, (str, os.PathLike)) else value
 
     def __eq__(self, other: object) -> bool:
         same = super().__eq__(other)
@@ -376,6 +474,18 @@ class Masks(KindData):
             f"Masks(n_tasks={self.n_tasks}, n_workers={self.n_workers}, "
             f"n_annotations={self.n_annotations}{extras})"
         )
+
+
+def _load(value: Any, data: Masks, row: int) -> np.ndarray:
+    """One annotation's mask from its source entry (array, path or RLE)."""
+    if isinstance(value, (str, os.PathLike)):
+        return read_mask(value)
+    if isinstance(value, Mapping):
+        where = (
+            f"task {data.task_ids[data.task[row]]!r}, worker {data.worker_ids[data.worker[row]]!r}"
+        )
+        return decode_rle(value, where)
+    return value
 
 
 def _aligned(truth: Any, task_ids: np.ndarray) -> list[Any]:
