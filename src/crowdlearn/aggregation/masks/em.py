@@ -66,7 +66,8 @@ def _elbo(
         off = np.nan_to_num(
             (np.log1p(-c) + np.log1p(-prior)) * (1.0 - posterior), nan=0.0, neginf=-huge
         )
-    value = on.sum() + off.sum() + (-xlogy(posterior, posterior)).sum()
+    with np.errstate(over="ignore"):  # several impossible terms: -inf, as it should be
+        value = on.sum() + off.sum() + (-xlogy(posterior, posterior)).sum()
     return float(value) / flat.size
 
 
