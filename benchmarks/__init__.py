@@ -42,6 +42,7 @@ MODULES = (
     "learning_labelme",
     "learning_music",
     "learning_no_truth",
+    "masks",
     "peerannot_simulations",
     "ratings",
     "raw_text",

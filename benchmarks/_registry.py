@@ -245,6 +245,8 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
             "label-sets-speed",
             "texts",
             "boxes",
+            "masks",
+            "masks-memory",
         ),
     ),
 }

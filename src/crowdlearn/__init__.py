@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         CrowdData,
         CrowdDataError,
         LabelSets,
+        Masks,
         Ratings,
         Texts,
     )
@@ -51,6 +52,7 @@ __getattr__, __dir__ = attach(
         "Comparisons": "crowdlearn.data.comparisons",
         "Texts": "crowdlearn.data.texts",
         "Boxes": "crowdlearn.data.boxes",
+        "Masks": "crowdlearn.data.masks",
         # the aggregation package, not its modules: it registers the CLI strategies
         "MajorityVote": "crowdlearn.aggregation",
         "NaiveSoft": "crowdlearn.aggregation",
@@ -80,6 +82,7 @@ __all__ = [
     "CrowdDataError",
     "LabelSets",
     "MajorityVote",
+    "Masks",
     "NaiveSoft",
     "Ratings",
     "Texts",

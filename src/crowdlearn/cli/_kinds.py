@@ -31,6 +31,7 @@ PACKAGES = {
     "comparison": "crowdlearn.aggregation.comparisons",
     "text": "crowdlearn.aggregation.texts",
     "box": "crowdlearn.aggregation.boxes",
+    "mask": "crowdlearn.aggregation.masks",
 }
 
 #: What each kind is called in notes.
@@ -41,6 +42,7 @@ NOUNS = {
     "comparison": "pairwise comparisons",
     "text": "free texts",
     "box": "bounding boxes",
+    "mask": "segmentation masks",
 }
 
 #: The categorical default: Dawid-Skene with its prior, the best mean accuracy over the
@@ -126,6 +128,13 @@ def tables(kind: str, model: Any, data: Any) -> dict[str, Any]:
             }
         )
         return out
+    if kind == "mask":
+        # the masks themselves are written one per task by the caller (write_masks)
+        summary["mask_format"] = data.mask_format
+        out["labels"] = pd.DataFrame(
+            {"task": data.task_ids, "agreement": np.asarray(model.agreement_, dtype=np.float64)}
+        )
+        return out
     if kind == "text":
         columns_text: dict[str, Any] = {"task": data.task_ids, "text": np.asarray(model.texts_)}
         if getattr(model, "confidence_", None) is not None:
@@ -166,6 +175,20 @@ def tables(kind: str, model: Any, data: Any) -> dict[str, Any]:
     return out
 
 
+def write_masks(model: Any, data: Any, folder: Path) -> int:
+    """Each task's aggregated mask as ``folder/TASK.npy`` (or ``.png`` when the input's
+    masks are PNG), one task in memory at a time; returns the number written."""
+    from crowdlearn.data.masks import write_mask
+
+    folder.mkdir(parents=True, exist_ok=True)
+    suffix = "." + data.mask_format
+    count = 0
+    for t, mask in model.iter_masks():
+        write_mask(folder / f"{data.task_ids[t]}{suffix}", mask)
+        count += 1
+    return count
+
+
 def parse_order(text: str | None) -> list[Any] | None:
     """``--order 1,2,3,4,5`` or ``--order bad,fair,good`` as a list (numbers as numbers)."""
     if text is None:
@@ -190,12 +213,15 @@ def kind_options(command: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option(
             "--kind",
-            type=click.Choice(["class", "multilabel", "rating", "comparison", "text", "box"]),
+            type=click.Choice(
+                ["class", "multilabel", "rating", "comparison", "text", "box", "mask"]
+            ),
             help="What one answer is: a class, a set of classes (multilabel), a number or "
             "ordered category (rating), a choice between two items (comparison), a free "
-            "text (text), or bounding boxes (box: columns task, worker, label, x_min, y_min, "
-            "x_max, y_max; one row per box; or a COCO JSON whose annotations name an annotator). "
-            "Default: comparison when the file has left and "
+            "text (text), bounding boxes (box: columns task, worker, label, x_min, y_min, "
+            "x_max, y_max, one row per box, or a COCO JSON whose annotations name an "
+            "annotator) or a binary segmentation mask (mask: DATA is a folder "
+            "DATA/TASK/WORKER.npy or .png). Default: comparison when the file has left and "
             "right columns, text for a platform export of free-text answers, else class.",
         ),
         click.option(

@@ -281,7 +281,9 @@ def aggregate(
     Label sets (--kind multilabel): labels (task, one 0/1 column per class) and probas.
     Ratings (--kind rating): labels (task, value, spread where the strategy has one;
     label for ordered categories). Comparisons (a worker, left, right, label file):
-    scores (item, score; most preferred first).
+    scores (item, score; most preferred first). Masks (--kind mask, DATA a folder
+    DATA/TASK/WORKER.npy or .png): labels (task, agreement = mean IoU of the workers'
+    masks with the result) and masks/TASK.npy (or .png), one aggregated mask per task.
     """
     import crowdlearn.cli._kinds as _kinds
     from crowdlearn.aggregation import make_aggregator
@@ -434,6 +436,8 @@ def _aggregate_kind(
         for name in ("workers", "summary"):
             with atomic_open(out.staged / f"{name}.json") as handle:
                 json.dump(tables[name], handle, indent=1)
+        if kind == "mask":
+            _kinds.write_masks(model, answers, out.staged / "masks")
         if write_back:
             probas = np.asarray(model.probas_, dtype=np.float64)
             chosen = np.asarray(model.labels_, dtype=bool)
@@ -442,6 +446,8 @@ def _aggregate_kind(
             confidence = np.where(chosen, probas, 1 - probas).mean(axis=1)
             back = _write_back(write_back, out.staged, data, answers.task_ids, sets, confidence)
     written = [f"{name}.{output_format}" for name in names] + ["workers.json", "summary.json"]
+    if kind == "mask":
+        written.append(f"masks/ ({answers.n_tasks} .{answers.mask_format} files)")
     click.echo(f"{strategy}: {answers} -> {output}: {', '.join(written + back)}")
 
 

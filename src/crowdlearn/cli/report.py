@@ -118,6 +118,11 @@ def report(
             "crowdlearn report does not cover bounding boxes yet; use crowdlearn aggregate "
             "or identify with --kind box"
         )
+    if kind == "mask":
+        raise CrowdDataError(
+            "crowdlearn report does not cover segmentation masks; use crowdlearn aggregate "
+            "--kind mask (agreement per task) or crowdlearn identify --kind mask"
+        )
     if kind != "class":
         if len(_strategy_names(strategies)) > 1 or use_truth:
             raise CrowdDataError(

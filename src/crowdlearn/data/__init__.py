@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from crowdlearn.data.errors import CrowdDataError, CrowdDataWarning, CrowdMemoryError
     from crowdlearn.data.inputs import ArrayInputs, ImageFolderInputs, TaskInputs
     from crowdlearn.data.label_sets import LabelSets, parse_label_set
+    from crowdlearn.data.masks import Masks
     from crowdlearn.data.ratings import Ratings
     from crowdlearn.data.texts import Texts
 
@@ -38,6 +39,7 @@ __getattr__, __dir__ = attach(
         "Ratings": ".ratings",
         "Texts": ".texts",
         "Boxes": ".boxes",
+        "Masks": ".masks",
         "Comparisons": ".comparisons",
         "DuplicatePolicy": ".crowddata",
         "GroupIndex": "._views",
@@ -67,6 +69,7 @@ __all__ = [
     "GroupIndex",
     "ImageFolderInputs",
     "LabelSets",
+    "Masks",
     "Ratings",
     "TaskInputs",
     "Texts",

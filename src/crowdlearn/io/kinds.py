@@ -29,7 +29,7 @@ from crowdlearn.io._files import is_batch_source, logical_suffix, sniff_delimite
 from crowdlearn.io.platforms import batch_frame, platform_data, with_batch_rows
 
 #: The kinds of answer, by their ``--kind`` name.
-KINDS = ("class", "multilabel", "rating", "comparison", "text", "box")
+KINDS = ("class", "multilabel", "rating", "comparison", "text", "box", "mask")
 
 
 def detect_kind(header: Sequence[str], columns: Mapping[str, Any] | None = None) -> str:
@@ -95,7 +95,7 @@ def read_kind(
     ----------
     source : path or DataFrame
         A CSV/TSV or Parquet file (or folder), or a DataFrame.
-    kind : {"class", "multilabel", "rating", "comparison", "text", "box"}, optional
+    kind : {"class", "multilabel", "rating", "comparison", "text", "box", "mask"}, optional
         Default: told by :func:`detect_kind` (comparisons from a ``left``/``right`` pair,
         else classes).
     columns : mapping, optional
@@ -114,7 +114,9 @@ def read_kind(
     Returns
     -------
     CrowdData, LabelSets, Ratings, Comparisons or Texts (free text: the label column
-    holds each answer's text; truth, when named, the true text)
+    holds each answer's text; truth, when named, the true text), or Masks (``kind="mask"``:
+    ``source`` is a folder laid out as ``FOLDER/TASK/WORKER.npy|png``, see
+    :mod:`crowdlearn.data.masks`; only the file names are read here)
     """
     from crowdlearn.io._dispatch import _with_default_columns
 
@@ -128,6 +130,14 @@ def read_kind(
         as_path(source)  # a TypeError naming what a path is, before anything else
     if kind == "box" and not isinstance(source, pd.DataFrame) and str(source).endswith(".json"):
         return _coco_boxes(existing_path(source))
+    if kind == "mask":
+        from crowdlearn.data import Masks
+
+        if isinstance(source, pd.DataFrame):
+            raise CrowdDataError(
+                "masks are read from a folder (FOLDER/TASK/WORKER.npy), not a table"
+            )
+        return Masks.from_folder(source, duplicates=duplicates)
     if isinstance(source, pd.DataFrame):
         frame = source
     elif (

@@ -4,7 +4,8 @@ Classification quality (accuracy, macro-F1, calibration, likelihood), the qualit
 aggregated training labels (AccTrain), class imbalance (the imbalance ratio, largest
 over smallest class count, and the Self-Crowd paper's R), Jensen-Shannon divergences
 between confusion matrices (the CMM paper's I-JS and G-JS), and ICED's label
-certainty score, and the word error rate of texts (``word_error_rate``).
+certainty score, the word error rate of texts (``word_error_rate``), and the
+overlap of segmentation masks (``iou``, ``dice``).
 
 Labels are class *codes* (``0..K-1``) as used throughout crowdlearn; ``-1`` in a
 truth array marks an unknown truth and such entries are left out. The names are
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
         label_certainty,
         self_crowd_r,
     )
+    from crowdlearn.metrics._masks import dice, iou
     from crowdlearn.metrics._text import edit_distance, normalise_text, word_error_rate
 
 _CLASSIFICATION = [
@@ -65,6 +67,7 @@ _CROWD = [
 
 _TEXT = ["edit_distance", "normalise_text", "word_error_rate"]
 _BOXES = ["average_precision", "box_iou", "detection_scores", "mean_average_precision"]
+_MASKS = ["dice", "iou"]
 
 __getattr__, __dir__ = attach(
     __name__,
@@ -73,6 +76,7 @@ __getattr__, __dir__ = attach(
         **{name: "._crowd" for name in _CROWD},
         **{name: "._text" for name in _TEXT},
         **{name: "._boxes" for name in _BOXES},
+        **{name: "._masks" for name in _MASKS},
     },
 )
 
@@ -83,6 +87,7 @@ __all__ = [
     "box_iou",
     "confusion_js",
     "detection_scores",
+    "dice",
     "edit_distance",
     "empirical_confusions",
     "expected_calibration_error",
@@ -90,6 +95,7 @@ __all__ = [
     "global_js",
     "imbalance_ratio",
     "individual_js",
+    "iou",
     "js_divergence",
     "label_certainty",
     "macro_f1",

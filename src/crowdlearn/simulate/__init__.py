@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     )
     from crowdlearn.simulate.label_sets import simulate_label_sets
     from crowdlearn.simulate.large import write_synthetic_parquet
+    from crowdlearn.simulate.masks import simulate_masks
     from crowdlearn.simulate.peerannot import (
         discrete_difficulty,
         hammer_spammer,
@@ -83,6 +84,7 @@ __getattr__, __dir__ = attach(
         "crowd_on_features": ".features",
         "make_imbalanced": ".features",
         "simulate_label_sets": ".label_sets",
+        "simulate_masks": ".masks",
         "write_synthetic_parquet": ".large",
         "discrete_difficulty": ".peerannot",
         "hammer_spammer": ".peerannot",
@@ -111,6 +113,7 @@ __all__ = [
     "simulate_boxes",
     "simulate_comparisons",
     "simulate_label_sets",
+    "simulate_masks",
     "simulate_ratings",
     "simulate_texts",
     "student_teacher",
