@@ -11,13 +11,11 @@ time). Fitting makes passes over the tasks one at a time
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import ClassVar
 
 import numpy as np
-from sklearn.base import BaseEstimator
-from sklearn.exceptions import NotFittedError
 
-from crowdlearn._bounds import Bounds, check_params
+from crowdlearn._bounds import Bounds
+from crowdlearn.aggregation._kind_base import KindAggregator
 from crowdlearn.data.masks import Masks
 
 PROBABILITY = Bounds(0, 1, low_open=True, high_open=True)
@@ -37,7 +35,7 @@ def mean_iou(stack: np.ndarray, mask: np.ndarray) -> float:
     return float(iou.mean())
 
 
-class BaseMaskAggregator(BaseEstimator):
+class BaseMaskAggregator(KindAggregator):
     """Base class of mask aggregators (scikit-learn estimator contract).
 
     Subclasses implement ``_fit(data)`` (learn their parameters) and
@@ -48,48 +46,22 @@ class BaseMaskAggregator(BaseEstimator):
     ``worker_attributes`` names the learned per-worker arrays (first axis = worker code).
     """
 
-    worker_attributes: ClassVar[tuple[str, ...]] = ()
-    #: Bounds of the estimator's own numeric parameters (beyond ``_bounds.PARAMS``).
-    param_bounds: ClassVar[dict[str, Bounds]] = {}
+    data_type = Masks
+    build_hint = (
+        "build one with Masks.from_arrays(task, worker, masks) or Masks.from_folder(folder)"
+    )
+    result = "agreement_"
 
-    def fit(self, data: Masks) -> BaseMaskAggregator:
-        """Learn from ``data``'s masks (streamed one task at a time); returns ``self``."""
-        if not isinstance(data, Masks):
-            raise TypeError(
-                f"{type(self).__name__}.fit expects a crowdlearn.data.Masks, got "
-                f"{type(data).__name__}; build one with Masks.from_arrays(task, worker, "
-                "masks) or Masks.from_folder(folder)"
-            )
-        params = self.get_params(deep=False)
-        check_params(type(self).__name__, params)
-        for name, bounds in self.param_bounds.items():
-            problem = bounds.problem(params[name])
-            if problem is not None:
-                wrong = isinstance(params[name], bool) or not isinstance(
-                    params[name], (int, float, np.number)
-                )
-                raise (TypeError if wrong else ValueError)(
-                    f"{type(self).__name__}: {name} {problem}"
-                )
-        self._fit(data)
+    def _fitted(self, data: Masks) -> None:
+        """One more pass over the tasks: each task's agreement with its result."""
         agreement = np.empty(data.n_tasks)
         for t, workers, masks in data.iter_tasks():
             agreement[t] = mean_iou(masks, self._aggregate(workers, masks))
         self.agreement_ = agreement
-        self.task_ids_ = data.task_ids
-        self.worker_ids_ = data.worker_ids
         self._data = data
-        return self
-
-    def _fit(self, data: Masks) -> None:
-        raise NotImplementedError
 
     def _aggregate(self, workers: np.ndarray, masks: np.ndarray) -> np.ndarray:
         raise NotImplementedError
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "agreement_"):
-            raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit(data)")
 
     def masks_(self, t: int) -> np.ndarray:
         """The aggregated bool mask of task code ``t`` (recomputed from its masks)."""
