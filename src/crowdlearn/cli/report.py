@@ -113,16 +113,6 @@ def report(
     if kind is None:
         kind = _kinds.detected_kind(data, "memory")
     _kinds.check_kind_options(kind, sep, order, tie)
-    if kind == "box":
-        raise CrowdDataError(
-            "crowdlearn report does not cover bounding boxes yet; use crowdlearn aggregate "
-            "or identify with --kind box"
-        )
-    if kind == "mask":
-        raise CrowdDataError(
-            "crowdlearn report does not cover segmentation masks; use crowdlearn aggregate "
-            "--kind mask (agreement per task) or crowdlearn identify --kind mask"
-        )
     if kind != "class":
         if len(_strategy_names(strategies)) > 1 or use_truth:
             raise CrowdDataError(

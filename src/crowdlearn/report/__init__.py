@@ -492,7 +492,14 @@ def write_report(data: CrowdData, path: str | os.PathLike[str], **options: Any) 
     (:func:`crowdlearn.report._kinds.build_kind_report`: options ``title``, ``limits``,
     ``strategy``).
     """
-    if getattr(data, "kind", None) in ("multilabel", "rating", "comparison", "text"):
+    if getattr(data, "kind", None) in (
+        "multilabel",
+        "rating",
+        "comparison",
+        "text",
+        "box",
+        "mask",
+    ):
         from crowdlearn.report._kinds import build_kind_report
 
         text = build_kind_report(data, **options)

@@ -24,6 +24,8 @@ _PACKAGES = {
     "rating": "crowdlearn.aggregation.ratings",
     "comparison": "crowdlearn.aggregation.comparisons",
     "text": "crowdlearn.aggregation.texts",
+    "box": "crowdlearn.aggregation.boxes",
+    "mask": "crowdlearn.aggregation.masks",
 }
 #: Rows of the worker and task tables without ``limits``.
 _DEFAULT_ROWS = 200
@@ -32,7 +34,11 @@ _TITLES = {
     "rating": "Ratings",
     "comparison": "Pairwise comparisons",
     "text": "Free texts",
+    "box": "Bounding boxes",
+    "mask": "Segmentation masks",
 }
+#: Tasks drawn with every worker's answer and the result (boxes, masks).
+_DRAWN = 6
 #: Answers shown side by side for each of the worst-agreeing texts.
 _SIDE_BY_SIDE = 20
 
@@ -83,6 +89,75 @@ def _worst_texts(data: Any, model: Any, identify: Any, strategy: str, notes: lis
             for a in answers
         ]  # fmt: skip
     return '<h2 id="result">Worst-agreeing texts</h2>' + table(pd.DataFrame(rows), sortable=False)
+
+
+def _worst(scores: np.ndarray, n: int, worst_high: bool) -> np.ndarray:
+    """The ``n`` task codes with the worst scores (NaN last)."""
+    values = np.asarray(scores, dtype=np.float64)
+    key = np.where(np.isnan(values), -np.inf if worst_high else np.inf, values)
+    order = np.argsort(-key if worst_high else key, kind="stable")
+    return order[:n]
+
+
+def _drawn_boxes(data: Any, model: Any, identify: Any, strategy: str, notes: list[str]) -> str:
+    """The tasks whose boxes agree least, each worker's boxes (thin, one colour per
+    worker) under the aggregated ones (thick, black)."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    scores = identify.task_scores(data)
+    tasks = _worst(scores["mean_iou"], _DRAWN, worst_high=False)
+    if data.n_tasks > _DRAWN:
+        notes.append(f"the drawn boxes show {_DRAWN} of {data.n_tasks} tasks (lowest mean IoU)")
+    figure = Figure(figsize=(3.2 * len(tasks), 3.2))
+    axes = np.atleast_1d(figure.subplots(1, len(tasks)))
+    colours = [f"C{i % 10}" for i in range(data.n_workers)]
+    result = model.boxes_
+    for ax, t in zip(axes, tasks, strict=True):
+        rows = np.flatnonzero((data.task == t) & (data.label >= 0))
+        for r in rows:
+            x0, y0, x1, y1 = data.coords[r]
+            ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, lw=1,
+                                   ec=colours[data.worker[r]], alpha=0.8))  # fmt: skip
+        for box in result[result["task"] == t].itertuples():
+            width, height = box.x_max - box.x_min, box.y_max - box.y_min
+            corner = (box.x_min, box.y_min)
+            ax.add_patch(Rectangle(corner, width, height, fill=False, lw=2.5, ec="black"))
+        ax.autoscale_view()
+        ax.invert_yaxis()  # image coordinates: y grows downwards
+        ax.set_title(f"{data.task_ids[t]}", fontsize=9)
+        ax.set_aspect("equal")
+    return (
+        f'<h2 id="result">Boxes of the least agreeing tasks ({esc(strategy)}: black)</h2>'
+        + image(figure, "each worker's boxes and the aggregated boxes")
+    )
+
+
+def _drawn_masks(data: Any, model: Any, identify: Any, strategy: str, notes: list[str]) -> str:
+    """The tasks whose masks agree least: every worker's mask, then the result."""
+    from matplotlib.figure import Figure
+
+    tasks = _worst(model.agreement_, 4, worst_high=False)
+    if data.n_tasks > len(tasks):
+        notes.append(
+            f"the drawn masks show {len(tasks)} of {data.n_tasks} tasks (lowest agreement)"
+        )
+    drawn = [(t, *data.task_masks(int(t))) for t in tasks]
+    width = max(len(workers) for _, workers, _ in drawn) + 1
+    figure = Figure(figsize=(1.6 * width, 1.7 * len(drawn)))
+    axes = np.asarray(figure.subplots(len(drawn), width, squeeze=False))
+    for row, (t, workers, masks) in zip(axes, drawn, strict=True):
+        for ax in row:
+            ax.axis("off")
+        for ax, w, mask in zip(row, workers, masks, strict=False):
+            ax.imshow(mask, cmap="gray", interpolation="nearest")
+            ax.set_title(str(data.worker_ids[w]), fontsize=7)
+        row[-1].imshow(model.masks_(int(t)), cmap="magma", interpolation="nearest")
+        row[-1].set_title(f"{data.task_ids[t]}: result", fontsize=7)
+    return (
+        f'<h2 id="result">Masks of the least agreeing tasks ({esc(strategy)}, right)</h2>'
+        + image(figure, "each worker's mask and the aggregated mask")
+    )
 
 
 def build_kind_report(
@@ -139,6 +214,10 @@ def build_kind_report(
             sections.append(f'<h2 id="result">Classes ({esc(strategy)})</h2>' + table(per_class))
         elif kind == "text":
             sections.append(_worst_texts(data, model, identify, strategy, notes))
+        elif kind == "box":
+            sections.append(_drawn_boxes(data, model, identify, strategy, notes))
+        elif kind == "mask":
+            sections.append(_drawn_masks(data, model, identify, strategy, notes))
         else:
             values = np.asarray(model.values_, dtype=np.float64)
             xlabel = "rank in the declared order" if data.levels is not None else "value"
