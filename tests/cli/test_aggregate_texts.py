@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 from click.testing import CliRunner
 
 from crowdlearn.aggregation.texts import DEFAULT_STRATEGY, ROVER, make_aggregator
@@ -56,3 +57,17 @@ def test_kind_text_on_a_long_table(tmp_path):
     labels = pd.read_csv(tmp_path / "out" / "labels.csv")
     data = _texts()
     assert labels["text"].tolist() == ROVER().fit(data).texts_.tolist()
+
+
+@pytest.mark.parametrize("cell", ['"   "', ""])
+def test_an_empty_transcription_fails_in_one_line_and_writes_nothing(tmp_path, cell):
+    path = tmp_path / "said.csv"
+    path.write_text(f"task,worker,label\na,w1,the cat\na,w2,{cell}\n")
+    result = CliRunner().invoke(
+        cli, ["aggregate", str(path), "--kind", "text", "-o", str(tmp_path / "out")]
+    )
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("crowdlearn: error:"), lines
+    assert "row" in lines[0]
+    assert not (tmp_path / "out").exists()
