@@ -262,9 +262,23 @@ def document_run(tmp_path_factory: pytest.TempPathFactory):
     return get
 
 
-@pytest.mark.parametrize("block", [b for b in BLOCKS if b.runs], ids=lambda b: b.name)
+#: The README's blocks run in tests/test_docs_readme.py: a test file of their own, so
+#: that the test processes (pytest-xdist, whole files to one process) run the README
+#: beside the docs/ pages instead of after them.
+README_DOC = "README.md"
+
+
+@pytest.mark.parametrize(
+    "block", [b for b in BLOCKS if b.runs and b.doc != README_DOC], ids=lambda b: b.name
+)
 def test_block_runs(block: Block, document_run, monkeypatch: pytest.MonkeyPatch) -> None:
     """The block runs after the blocks before it in its document, in the same directory."""
+    check_block(block, document_run, monkeypatch)
+
+
+def check_block(block: Block, document_run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run ``block`` after the earlier blocks of its document (caught up when it is
+    selected alone), skipping it when one of them failed or its marker says so."""
     run = document_run(block.doc)
     # catch up on earlier blocks when this one is selected alone (pytest -k)
     for earlier in BLOCKS:

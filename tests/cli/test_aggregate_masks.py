@@ -93,3 +93,25 @@ def test_report_draws_the_masks(folder, tmp_path) -> None:
     result = run("report", root, "--kind", "mask", "-o", out)
     assert result.exit_code == 0, result.output
     assert "Masks of the least agreeing tasks" in out.read_text()
+
+
+def test_png_masks_in_png_masks_out(tmp_path) -> None:
+    image = pytest.importorskip("PIL.Image")
+    truth = np.zeros((20, 30), bool)
+    truth[5:15, 8:20] = True
+    rng = np.random.default_rng(0)
+    for task in ("t1", "t2"):
+        (tmp_path / "pngs" / task).mkdir(parents=True)
+        for worker in ("a", "b", "c"):
+            mask = truth.copy()
+            mask[rng.integers(0, 20), rng.integers(0, 30)] ^= True  # one wrong pixel each
+            image.fromarray(mask.astype(np.uint8) * 255).save(
+                tmp_path / "pngs" / task / f"{worker}.png"
+            )
+    result = run(
+        "aggregate", tmp_path / "pngs", "--kind", "mask", "-s", "mv", "-o", tmp_path / "out"
+    )
+    assert result.exit_code == 0, result.output
+    for task in ("t1", "t2"):
+        written = np.asarray(image.open(tmp_path / "out" / "masks" / f"{task}.png")) > 0
+        np.testing.assert_array_equal(written, truth)  # three workers outvote each stray pixel
