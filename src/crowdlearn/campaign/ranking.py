@@ -128,6 +128,7 @@ def rank_tasks(
     *,
     score: Score = "entropy",
     target_confidence: float | None = None,
+    min_labels: int = 2,
     learner_probas: np.ndarray | None = None,
     route: int = 0,
     stopped_workers: Any = (),
@@ -147,8 +148,12 @@ def rank_tasks(
         Expected entropy reduction or expected accuracy gain of one more label
         (:mod:`crowdlearn.campaign.values`).
     target_confidence : float, optional
-        Tasks whose posterior probability of their label reaches it are ``done``: they
-        go last, with score 0.
+        Tasks whose posterior probability of their label reaches it, with at least
+        ``min_labels`` labels, are ``done``: they go last, with score 0.
+    min_labels : int, default 2
+        Labels a task needs before it can be done. A lone label is checked against
+        nothing: with one label per task, Dawid-Skene cannot tell good workers from bad
+        and its posteriors are only its prior's optimism.
     learner_probas : ndarray (n_tasks, n_classes), optional
         A classifier's out-of-sample class probabilities on the tasks' features; the
         posteriors are mixed with them (:func:`~crowdlearn.campaign.values.mix_learner`)
@@ -171,6 +176,8 @@ def rank_tasks(
         raise CrowdDataError(f"score must be one of {list(SCORES)}, got {score!r}")
     if target_confidence is not None and not 0 < target_confidence <= 1:
         raise CrowdDataError(f"target_confidence must be in (0, 1], got {target_confidence}")
+    if min_labels < 0:
+        raise CrowdDataError(f"min_labels must be 0 or more, got {min_labels}")
     if route < 0:
         raise CrowdDataError(f"route must be 0 or more, got {route}")
     model = fitted_model(data, strategy, random_state)
@@ -194,7 +201,7 @@ def rank_tasks(
     confidence = probas.max(axis=1)
     done = np.zeros(data.n_tasks, bool)
     if target_confidence is not None:
-        done = confidence >= target_confidence
+        done = (confidence >= target_confidence) & (n_labels >= min_labels)
     values = np.where(done, 0.0, values)
     noise = np.random.default_rng(random_state).random(data.n_tasks)
     # open tasks first, then by score, then fewer labels, then a seeded random order

@@ -65,6 +65,12 @@ NUMBERS: dict[str, Bounds] = {
     "--load-skew": Bounds(0),
     "--imbalance-ratio": Bounds(1),
     "--n-comparisons": POSITIVE_INT,
+    # next, replay (the campaign loop)
+    "--budget": POSITIVE_INT,
+    "--target-confidence": Bounds(0, 1, low_open=True),
+    "--route": Bounds(0, integer=True),
+    "--min-labels": Bounds(0, integer=True),
+    "--per-task": POSITIVE_INT,
 }
 
 

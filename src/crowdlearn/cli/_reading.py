@@ -22,14 +22,17 @@ from crowdlearn.cli._app import note
 
 def input_paths(data: str, root: str | None = None) -> list[str]:
     """The files a command reads for DATA: the files of a registry dataset (``labelme``)
-    that are present, else DATA itself (declared with :meth:`Outputs.reads`, so that no
-    output may replace them)."""
+    that are present, the files of a glob or folder of batches, else DATA itself
+    (declared with :meth:`Outputs.reads`, so that no output may replace them)."""
     from crowdlearn import datasets
+    from crowdlearn.io._files import batch_files, is_batch_source
 
     if data in datasets.list():
         base = datasets.data_root(root)
         present = (base / rel for rel in datasets.info(data).files)
         return [str(path) for path in present if path.exists()]
+    if is_batch_source(data):  # a glob or a folder of batches: the files it reads
+        return [str(path) for path in batch_files(data)]
     return [data]
 
 

@@ -41,6 +41,7 @@ from crowdlearn.identify.agreement import (
     krippendorff_alpha,
     workload,
 )
+from crowdlearn.identify.decisions import DECISIONS, decision_counts, worker_decisions
 from crowdlearn.identify.difficulty import (
     MarginRecorder,
     aum,
@@ -261,6 +262,7 @@ def worst_codes(values: np.ndarray, worst: Literal["low", "high"], fraction: flo
 
 __all__ = [
     "CONFUSION_MODELS",
+    "DECISIONS",
     "SCORES",
     "MarginRecorder",
     "Score",
@@ -272,6 +274,7 @@ __all__ = [
     "coincidences",
     "compute",
     "confusion_trace",
+    "decision_counts",
     "feedback_effort",
     "fit_confusion_model",
     "glad_ability",
@@ -285,6 +288,7 @@ __all__ = [
     "vote_entropy",
     "waum",
     "waum_trust",
+    "worker_decisions",
     "workload",
     "worst_codes",
 ]

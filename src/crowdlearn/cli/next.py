@@ -1,0 +1,327 @@
+"""``crowdlearn next``: which tasks need another label; ``crowdlearn replay``: answer
+those requests from answers already collected (dry runs of a campaign)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from crowdlearn._atomic import atomic_open
+from crowdlearn._lazy import lazy_module
+from crowdlearn.cli._app import cli, note
+from crowdlearn.cli._numbers import number
+from crowdlearn.cli._output import Outputs
+from crowdlearn.cli._reading import input_paths, reading_options
+from crowdlearn.data import CrowdDataError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from crowdlearn.data import CrowdData
+else:
+    # imported on first use: `crowdlearn --help` must not load them
+    np = lazy_module("numpy")
+    pd = lazy_module("pandas")
+
+
+def _write_frame(frame: pd.DataFrame, path: Path) -> None:
+    """``frame`` to ``path``, CSV or Parquet by its ending."""
+    if path.suffix.lower() == ".parquet":
+        frame.to_parquet(path, index=False)
+        return
+    with atomic_open(path) as handle:
+        frame.to_csv(handle, index=False)
+
+
+def _check_table_path(path: str, option: str) -> None:
+    if Path(path).suffix.lower() not in (".csv", ".parquet"):
+        raise CrowdDataError(f"{option} {path}: give a .csv or .parquet file")
+
+
+def learner_predictions(crowd: CrowdData, probas: np.ndarray, features: str, seed: int) -> Any:
+    """Out-of-fold class probabilities of a logistic regression on ``features``,
+    trained on the aggregated labels of the annotated tasks (5 folds)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from crowdlearn.cli.learn import _load_array
+
+    matrix = np.asarray(_load_array(features), dtype=np.float64)
+    if matrix.ndim != 2 or len(matrix) != crowd.n_tasks:
+        raise CrowdDataError(
+            f"--features {features}: expected one row per task ({crowd.n_tasks} rows, in task "
+            f"order), got shape {matrix.shape}"
+        )
+    labels = probas.argmax(axis=1)
+    annotated = np.bincount(crowd.task, minlength=crowd.n_tasks) > 0
+    present = np.unique(labels[annotated])
+    out = np.full(probas.shape, 1.0 / probas.shape[1])
+    folds = min(5, int(np.bincount(labels[annotated]).max(initial=0)))
+    counts = np.bincount(labels[annotated], minlength=probas.shape[1])[present]
+    if len(present) < 2 or counts.min() < 2:
+        note("crowdlearn: note: --features: too few tasks per class to train a classifier yet")
+        return out
+    folds = max(2, min(5, int(counts.min())))
+    classifier = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+    cv = StratifiedKFold(folds, shuffle=True, random_state=seed)
+    predicted = cross_val_predict(
+        classifier, matrix[annotated], labels[annotated], cv=cv, method="predict_proba"
+    )
+    out[np.ix_(annotated, present)] = predicted
+    classifier.fit(matrix[annotated], labels[annotated])
+    if (~annotated).any():
+        out[np.ix_(~annotated, present)] = classifier.predict_proba(matrix[~annotated])
+    return out
+
+
+@cli.command("next")
+@reading_options
+@click.argument("data", type=click.Path())
+@click.option(
+    "--budget",
+    type=number("--budget"),
+    required=True,
+    help="How many labels to ask for now (one per task; the most valuable open tasks).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    required=True,
+    help="Where to write the tasks to label (.csv or .parquet): task, label, confidence, "
+    "score, n_labels, done (and workers with --route).",
+)
+@click.option(
+    "-s",
+    "--strategy",
+    default="ds",
+    show_default=True,
+    help="The crowd model behind the values: ds, onecoin-ds, glad, or any strategy with "
+    "probabilities (see `crowdlearn aggregate --list`).",
+)
+@click.option(
+    "--score",
+    type=click.Choice(["entropy", "accuracy"]),
+    default="entropy",
+    show_default=True,
+    help="Value of one more label: expected entropy reduction of the task's posterior, or "
+    "expected gain in the probability that its label is right.",
+)
+@click.option(
+    "--target-confidence",
+    type=number("--target-confidence"),
+    help="Tasks whose label has at least this posterior probability are done (e.g. 0.95).",
+)
+@click.option(
+    "--min-labels",
+    type=number("--min-labels"),
+    default=2,
+    show_default=True,
+    help="Labels a task needs before --target-confidence can mark it done (a lone label "
+    "is checked against nothing).",
+)
+@click.option(
+    "--route",
+    type=number("--route"),
+    default=0,
+    help="Suggest up to this many workers per task: those most likely to be right on it, "
+    "who have not answered it and whom `crowdlearn identify` would not stop.",
+)
+@click.option(
+    "--features",
+    type=click.Path(dir_okay=False),
+    help="Features of the tasks (.npy/.npz/.csv, one row per task in task order): a "
+    "classifier's out-of-fold predictions are mixed with the crowd's posteriors, "
+    "CROWDLAB-style.",
+)
+@click.option(
+    "--all", "all_tasks", is_flag=True, help="Write every task (done ones last), not --budget."
+)
+@click.option("--seed", type=number("--seed"), default=0, show_default=True, help="Random state.")
+@click.option(
+    "--duplicates",
+    type=click.Choice(["error", "keep", "first", "last"]),
+    default="error",
+    show_default=True,
+    help="What to do with repeated (task, worker) pairs.",
+)
+@click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
+def next_command(
+    data: str,
+    budget: int,
+    output: str,
+    strategy: str,
+    score: str,
+    target_confidence: float | None,
+    min_labels: int,
+    route: int,
+    features: str | None,
+    all_tasks: bool,
+    seed: int,
+    duplicates: str,
+    overwrite: bool,
+) -> None:
+    """Rank the tasks of DATA (the labels so far) by the value of one more label.
+
+    Writes the --budget most valuable open tasks, most valuable first: the task id, its
+    current label and confidence, the score and how many labels it has. A task is done
+    once its confidence reaches --target-confidence. Ask the crowd for one label on each
+    row, add the answers to DATA (a folder or glob of batches is read as one dataset)
+    and run again. The same as crowdlearn.campaign.next_labels in Python.
+    """
+    from crowdlearn.campaign import fitted_model, rank_tasks
+    from crowdlearn.cli.identify import load_crowd
+    from crowdlearn.identify import worker_decisions
+
+    _check_table_path(output, "-o")
+    outputs = Outputs(overwrite, reads=[*input_paths(data), features])
+    target = outputs.file(output)
+    crowd = load_crowd(data, duplicates=duplicates)
+    model = fitted_model(crowd, strategy, seed)
+    learner = None
+    if features is not None:
+        learner = learner_predictions(crowd, np.asarray(model.probas_), features, seed)
+    stopped: list[Any] = []
+    if route:
+        decisions = worker_decisions(crowd, model.probas_)
+        stopped = decisions.index[decisions["decision"] == "stop"].tolist()
+    table = rank_tasks(
+        crowd,
+        model,
+        score=score,  # type: ignore[arg-type]
+        target_confidence=target_confidence,
+        min_labels=min_labels,
+        learner_probas=learner,
+        route=route,
+        stopped_workers=stopped,
+        random_state=seed,
+    )
+    n_done = int(table["done"].sum())
+    n_open = len(table) - n_done
+    chosen = table if all_tasks else table[~table["done"]].head(budget)
+    with outputs:
+        _write_frame(chosen, target.staged)
+    if not all_tasks and n_open < budget:
+        note(f"crowdlearn: note: only {n_open} open task(s), fewer than --budget {budget}")
+    done_text = f", {n_done} done at confidence >= {target_confidence:g}" if n_done else ""
+    stop_text = f"; {len(stopped)} worker(s) to stop left out of --route" if stopped else ""
+    click.echo(
+        f"next: {len(chosen)} task(s) of {crowd.n_tasks} ({n_open} open{done_text}){stop_text} "
+        f"-> {output}"
+    )
+
+
+def _read_long(path: str) -> pd.DataFrame:
+    from crowdlearn.cli._reading import notes_on_stderr
+    from crowdlearn.io import read
+
+    with notes_on_stderr():
+        crowd = read(path)
+    return crowd.to_frame()[["task", "worker", "label"]]
+
+
+@cli.command("replay")
+@click.argument("pool", type=click.Path())
+@click.option(
+    "--requests",
+    type=click.Path(dir_okay=False),
+    help="The tasks to answer (the output of `crowdlearn next`: a task column, and a "
+    "workers column with --route). Without it, every task gets --per-task answers.",
+)
+@click.option(
+    "--seen",
+    help="The answers already given (a file, folder or glob of batches); they are not "
+    "given again.",
+)
+@click.option(
+    "--per-task",
+    type=number("--per-task"),
+    default=1,
+    show_default=True,
+    help="Answers per requested task.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    required=True,
+    help="Where to write the new answers (.csv or .parquet: task, worker, label).",
+)
+@click.option(
+    "--seed",
+    type=number("--seed"),
+    default=0,
+    show_default=True,
+    help="The order in which each task's answers in POOL are given.",
+)
+@click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
+def replay(
+    pool: str,
+    requests: str | None,
+    seen: str | None,
+    per_task: int,
+    output: str,
+    seed: int,
+    overwrite: bool,
+) -> None:
+    """Answer label requests from POOL, answers already collected (real or simulated).
+
+    For a dry run of a campaign on a finished one: each requested task gets its next
+    unseen answers from POOL, in a fixed random order of its answers (--seed); when the
+    request names workers (`crowdlearn next --route`), their answers come first. Tasks
+    with no answer left are skipped, with a note.
+    """
+    _check_table_path(output, "-o")
+    outputs = Outputs(overwrite, reads=[*input_paths(pool), requests])
+    target = outputs.file(output)
+    answers = _read_long(pool)
+    rng = np.random.default_rng(seed)
+    answers = answers.iloc[rng.permutation(len(answers))].reset_index(drop=True)
+    answers["rank"] = np.arange(len(answers))
+    if seen is not None:
+        given = _read_long(seen)
+        key = ["task", "worker"]
+        marked = (
+            answers[key]
+            .astype(str)
+            .merge(given[key].astype(str).drop_duplicates(), how="left", on=key, indicator=True)
+        )
+        answers = answers[(marked["_merge"] == "left_only").to_numpy()]
+    if requests is None:
+        wanted = pd.DataFrame({"task": pd.unique(answers["task"].astype(str))})
+        wanted["workers"] = ""
+    else:
+        wanted = pd.read_csv(requests, dtype=str, keep_default_na=False)
+        if "task" not in wanted.columns:
+            raise CrowdDataError(f"--requests {requests}: no task column")
+        if "workers" not in wanted.columns:
+            wanted["workers"] = ""
+    answers = answers.assign(task_key=answers["task"].astype(str))
+    answers["worker_key"] = answers["worker"].astype(str)
+    by_task = dict(tuple(answers.groupby("task_key", sort=False)))
+    rows = []
+    missing = 0
+    for task, workers in zip(wanted["task"].astype(str), wanted["workers"], strict=True):
+        left = by_task.get(task)
+        if left is None or left.empty:
+            missing += 1
+            continue
+        routed = [w for w in str(workers).split(";") if w]
+        preference = left["worker_key"].map({w: i for i, w in enumerate(routed)})
+        order = left.assign(_p=preference.fillna(len(routed))).sort_values(["_p", "rank"])
+        rows.append(order.head(per_task))
+    new = (
+        pd.concat(rows)[["task", "worker", "label"]]
+        if rows
+        else pd.DataFrame(columns=["task", "worker", "label"])
+    )
+    with outputs:
+        _write_frame(new, target.staged)
+    if missing:
+        note(f"crowdlearn: note: {missing} requested task(s) have no answer left in {pool}")
+    click.echo(f"replay: {len(new)} answer(s) for {len(rows)} task(s) -> {output}")
