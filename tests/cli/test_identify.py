@@ -40,7 +40,16 @@ def test_identify_writes_task_and_worker_tables_keyed_by_ids(tmp_path, crowd_csv
     assert result.exit_code == 0, result.output
     workers = pd.read_csv(out / "workers.csv")
     tasks = pd.read_csv(out / "tasks.csv")
-    assert list(workers.columns) == ["worker", "spammer", "trace"]
+    assert list(workers.columns)[:3] == ["worker", "spammer", "trace"]
+    assert list(workers.columns)[3:] == [
+        "decision",
+        "n_labels",
+        "expected_correct",
+        "accuracy",
+        "accuracy_low",
+        "accuracy_high",
+        "chance",
+    ]
     assert list(tasks.columns) == ["task", "entropy"]
     expected = compute(data, ["spammer", "entropy"])
     np.testing.assert_allclose(

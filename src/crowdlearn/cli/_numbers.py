@@ -70,6 +70,8 @@ NUMBERS: dict[str, Bounds] = {
     "--target-confidence": Bounds(0, 1, low_open=True),
     "--route": Bounds(0, integer=True),
     "--min-labels": Bounds(0, integer=True),
+    "--decision-margin": Bounds(0, 1, high_open=True),
+    "--decision-level": Bounds(0, 1, low_open=True, high_open=True),
     "--per-task": POSITIVE_INT,
 }
 

@@ -229,7 +229,7 @@ class Outputs:
                     f"{where}: the current folder or one holding it cannot be an output "
                     "(it would be replaced as a whole); give a new folder"
                 )
-            empty_folder = stat.S_ISDIR(mode) and not any(os.scandir(target.path))
+            empty_folder = stat.S_ISDIR(mode) and _is_empty(target.path)
             if not empty_folder and not self.overwrite:
                 raise ValueError(
                     f"{where}: already exists; pass {OVERWRITE_FLAG} to replace it "
@@ -372,6 +372,12 @@ class Outputs:
                 except OSError:
                     break
             target.created_parents = []
+
+
+def _is_empty(folder: Path) -> bool:
+    """Whether ``folder`` holds nothing (the directory iterator closed at once)."""
+    with os.scandir(folder) as entries:
+        return next(entries, None) is None
 
 
 def _entries(folder: Path) -> list[str]:

@@ -188,6 +188,22 @@ def _identify_kind(
     is_flag=True,
     help="Replace an existing output folder and --pruned-output (each as a whole).",
 )
+@click.option(
+    "--decision-margin",
+    type=number("--decision-margin"),
+    default=0.1,
+    show_default=True,
+    help="Classes: how much better than a constant answer a worker must be. The decision "
+    "column of workers.csv is stop when the accuracy interval's upper end is below chance "
+    "+ margin, keep when its lower end is at least that, else review.",
+)
+@click.option(
+    "--decision-level",
+    type=number("--decision-level"),
+    default=0.95,
+    show_default=True,
+    help="Classes: confidence level of the workers' accuracy intervals.",
+)
 @click.option("--list", "list_", is_flag=True, help="List the scores and exit.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @kind_options
@@ -203,6 +219,8 @@ def identify(
     root: str | None,
     duplicates: str,
     overwrite: bool,
+    decision_margin: float,
+    decision_level: float,
     list_: bool,
     quiet: bool,
     kind: str | None,
@@ -217,12 +235,21 @@ def identify(
     (items.csv), with a summary.json; -s, --prune and --confusions are for classes.
 
     Writes tasks.csv (task scores, keyed by task id), workers.csv (worker scores, keyed
-    by worker id) and agreement.json (Krippendorff's alpha and per-class agreement). With
+    by worker id, with a keep/review/stop decision per worker and the counts behind it:
+    labels, expected correct labels under Dawid-Skene, the accuracy and its interval,
+    the chance level) and agreement.json (Krippendorff's alpha and per-class agreement). With
     --prune, also writes a copy of the data without the worst-scored tasks or workers
     (low WAUM/AUM/trace/spammer score..., high entropy or GLAD difficulty).
     """
     from crowdlearn._progress import progress_scope
-    from crowdlearn.identify import SCORES, class_agreement, compute, krippendorff_alpha
+    from crowdlearn.identify import (
+        SCORES,
+        class_agreement,
+        compute,
+        decision_counts,
+        krippendorff_alpha,
+        worker_decisions,
+    )
     from crowdlearn.io import detect_format, write
 
     if list_:
@@ -275,6 +302,12 @@ def identify(
     crowd = load_crowd(data, root, duplicates)
     with progress_scope(False if quiet else "auto"):  # every fit inside follows it
         frames = compute(crowd, names, confusion_model=confusion_model, training=training)
+    counts = None
+    if not crowd.is_anonymous:
+        decisions = worker_decisions(crowd, margin=decision_margin, level=decision_level)
+        counts = decision_counts(decisions)
+        workers = frames.get("worker")
+        frames["worker"] = decisions if workers is None else workers.join(decisions)
     agreement = {
         "krippendorff_alpha": krippendorff_alpha(crowd),
         "class_agreement": {
@@ -285,6 +318,13 @@ def identify(
         "n_workers": crowd.n_workers,
         "n_annotations": crowd.n_annotations,
     }
+    if counts is not None:
+        agreement["worker_decisions"] = {
+            **counts,
+            "margin": decision_margin,
+            "level": decision_level,
+            "chance": float(frames["worker"]["chance"].iloc[0]),
+        }
     if np.isnan(agreement["krippendorff_alpha"]):
         agreement["krippendorff_alpha"] = None
     kept = pruned_copy(crowd, frames, prune_fractions) if prune_fractions else None
@@ -314,4 +354,7 @@ def identify(
             f"pruned: kept {kept.n_annotations} of {crowd.n_annotations} annotations "
             f"({len(np.unique(kept.task))} of {crowd.n_tasks} tasks)"
         )
-    click.echo(f"{', '.join(names)}: {crowd} -> {', '.join(str(p) for p in written)}")
+    if counts is not None:
+        click.echo("workers: " + ", ".join(f"{n} {name}" for name, n in counts.items()))
+    computed = ", ".join(names) or "worker decisions"
+    click.echo(f"{computed}: {crowd} -> {', '.join(str(p) for p in written)}")

@@ -1,0 +1,187 @@
+"""``crowdlearn next`` and ``crowdlearn replay``: the campaign loop from the command line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from crowdlearn import CrowdData
+from crowdlearn.campaign import rank_tasks
+from crowdlearn.cli import cli
+from crowdlearn.io import read, write_csv
+from crowdlearn.simulate import hammer_spammer
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+@pytest.fixture
+def pool(tmp_path):
+    data = hammer_spammer(n_worker=15, n_task=80, n_classes=2, ratio=0.3, feedback=8, seed=5)
+    named = CrowdData.from_arrays(
+        [f"task-{t}" for t in data.task],
+        [f"w{w}" for w in data.worker],
+        np.array(["no", "yes"])[data.label],
+    )
+    path = tmp_path / "pool.csv"
+    write_csv(named, path)
+    return path
+
+
+def _first_round(pool, tmp_path):
+    labels = tmp_path / "labels"
+    labels.mkdir()
+    result = run("replay", pool, "-o", labels / "round0.csv")
+    assert result.exit_code == 0, result.output
+    return labels
+
+
+def test_next_writes_the_budget_in_the_python_order(pool, tmp_path):
+    result = run("next", pool, "--budget", 12, "-o", tmp_path / "next.csv")
+    assert result.exit_code == 0, result.output
+    written = pd.read_csv(tmp_path / "next.csv")
+    expected = rank_tasks(read(pool)).head(12)
+    assert written["task"].tolist() == expected["task"].tolist()
+    assert list(written.columns) == ["task", "label", "confidence", "score", "n_labels", "done"]
+    assert set(written["label"]) <= {"no", "yes"}
+    np.testing.assert_allclose(written["score"], expected["score"])
+
+
+def test_next_all_and_target_confidence(pool, tmp_path):
+    out = tmp_path / "all.csv"
+    result = run("next", pool, "--budget", 1, "--all", "--target-confidence", 0.9, "-o", out)
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out)
+    assert len(table) == 80
+    assert (table.loc[table["done"], "confidence"] >= 0.9).all()
+    assert "done at confidence >= 0.9" in result.output
+
+
+def test_route_suggests_workers_who_have_not_answered(pool, tmp_path):
+    out = tmp_path / "next.csv"
+    result = run("next", pool, "--budget", 10, "--route", 2, "-o", out)
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out, dtype=str, keep_default_na=False)
+    answers = pd.read_csv(pool, dtype=str)
+    for task, workers in zip(table["task"], table["workers"], strict=True):
+        picks = [w for w in workers.split(";") if w]
+        assert picks and not set(picks) & set(answers.loc[answers["task"] == task, "worker"])
+
+
+@pytest.mark.parametrize("budget", ["0", "-5", "two"])
+def test_a_budget_of_zero_or_less_fails_in_one_line(pool, tmp_path, budget):
+    out = tmp_path / "next.csv"
+    result = run("next", pool, "--budget", budget, "-o", out)
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1 and "--budget" in result.output
+    assert not out.exists()
+
+
+def test_next_refuses_hard_label_strategies_and_existing_outputs(pool, tmp_path):
+    out = tmp_path / "next.csv"
+    result = run("next", pool, "--budget", 3, "-s", "mv", "-o", out)
+    assert result.exit_code == 2 and "hard labels" in result.output
+    assert not out.exists()
+    out.write_text("mine\n")
+    result = run("next", pool, "--budget", 3, "-o", out)
+    assert result.exit_code == 2 and "--overwrite" in result.output
+    assert out.read_text() == "mine\n"
+
+
+def test_features_mix_a_classifier_into_the_posteriors(tmp_path):
+    data = hammer_spammer(n_worker=10, n_task=120, n_classes=2, ratio=0.3, feedback=2, seed=3)
+    write_csv(data, tmp_path / "crowd.csv")
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(data.n_tasks, 4)) + np.asarray(data.truth)[:, None] * 2.0
+    np.save(tmp_path / "x.npy", features)
+    result = run(
+        "next",
+        tmp_path / "crowd.csv",
+        "--budget",
+        5,
+        "--features",
+        tmp_path / "x.npy",
+        "-o",
+        tmp_path / "next.csv",
+    )
+    assert result.exit_code == 0, result.output
+    np.save(tmp_path / "short.npy", features[:10])
+    result = run(
+        "next",
+        tmp_path / "crowd.csv",
+        "--budget",
+        5,
+        "--features",
+        tmp_path / "short.npy",
+        "-o",
+        tmp_path / "other.csv",
+    )
+    assert result.exit_code == 2 and "one row per task" in result.output
+    assert not (tmp_path / "other.csv").exists()
+
+
+def test_replay_never_gives_an_answer_twice_and_honours_routes(pool, tmp_path):
+    labels = _first_round(pool, tmp_path)
+    first = pd.read_csv(labels / "round0.csv", dtype=str)
+    assert len(first) == 80 and first["task"].is_unique
+    requests = pd.DataFrame({"task": ["task-3", "task-7"], "workers": ["", ""]})
+    answers = pd.read_csv(pool, dtype=str)
+    left = answers[
+        (answers["task"] == "task-7")
+        & ~answers["worker"].isin(first["worker"][first["task"] == "task-7"])
+    ]
+    requests.loc[1, "workers"] = left["worker"].iloc[-1]
+    requests.to_csv(tmp_path / "requests.csv", index=False)
+    result = run(
+        "replay",
+        pool,
+        "--requests",
+        tmp_path / "requests.csv",
+        "--seen",
+        labels,
+        "--per-task",
+        2,
+        "-o",
+        labels / "round1.csv",
+    )
+    assert result.exit_code == 0, result.output
+    new = pd.read_csv(labels / "round1.csv", dtype=str)
+    assert new["task"].value_counts().to_dict() == {"task-3": 2, "task-7": 2}
+    assert new.loc[new["task"] == "task-7", "worker"].iloc[0] == left["worker"].iloc[-1]
+    both = pd.concat([first, new])
+    assert not both.duplicated(["task", "worker"]).any()
+    assert both.merge(answers, on=["task", "worker", "label"]).shape[0] == len(both)
+
+
+def test_three_rounds_of_a_campaign(pool, tmp_path):
+    labels = _first_round(pool, tmp_path)
+    sizes = []
+    for round_ in (1, 2, 3):
+        result = run(
+            "next",
+            f"{labels}/*.csv",
+            "--budget",
+            20,
+            "--target-confidence",
+            0.95,
+            "-o",
+            tmp_path / "next.csv",
+            "--overwrite",
+        )
+        assert result.exit_code == 0, result.output
+        result = run(
+            "replay",
+            pool,
+            "--requests",
+            tmp_path / "next.csv",
+            "--seen",
+            labels,
+            "-o",
+            labels / f"round{round_}.csv",
+        )
+        assert result.exit_code == 0, result.output
+        sizes.append(len(read(f"{labels}/*.csv").to_frame()))
+    assert sizes == [100, 120, 140]
