@@ -98,6 +98,16 @@ def notes_on_stderr() -> Iterator[None]:
         yield
 
 
+#: ``--duplicates``, shared by every command that reads crowd answers.
+duplicates_option = click.option(
+    "--duplicates",
+    type=click.Choice(["error", "keep", "first", "last"]),
+    default="error",
+    show_default=True,
+    help="What to do with repeated (task, worker) pairs.",
+)
+
+
 def reading_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """Add ``--columns`` and ``--truth-column`` to a click command callback.
 

@@ -11,7 +11,7 @@ import click
 import crowdlearn.cli._kinds as _kinds
 from crowdlearn.cli._app import cli
 from crowdlearn.cli._output import Outputs
-from crowdlearn.cli._reading import reading_options
+from crowdlearn.cli._reading import duplicates_option, reading_options
 
 FORMAT_CHOICE = click.Choice(["csv", "parquet", "peerannot", "matrix"])
 
@@ -32,13 +32,7 @@ FORMAT_CHOICE = click.Choice(["csv", "parquet", "peerannot", "matrix"])
     type=FORMAT_CHOICE,
     help="Format of the output (default: from its name).",
 )
-@click.option(
-    "--duplicates",
-    type=click.Choice(["error", "keep", "first", "last"]),
-    default="error",
-    show_default=True,
-    help="What to do with repeated (task, worker) pairs.",
-)
+@duplicates_option
 @click.option("--overwrite", is_flag=True, help="Replace an existing OUTPUT (as a whole).")
 def convert(
     source: str,

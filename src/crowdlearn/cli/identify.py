@@ -15,7 +15,7 @@ from crowdlearn.cli._app import cli
 from crowdlearn.cli._kinds import kind_options
 from crowdlearn.cli._numbers import number
 from crowdlearn.cli._output import Outputs, inside, require_input
-from crowdlearn.cli._reading import input_paths, reading_options
+from crowdlearn.cli._reading import duplicates_option, input_paths, reading_options
 from crowdlearn.data import CrowdDataError
 
 if TYPE_CHECKING:
@@ -176,13 +176,7 @@ def _identify_kind(
 )
 @click.option("--seed", type=number("--seed"), default=0, show_default=True, help="Random state.")
 @click.option("--root", type=click.Path(), help="Datasets directory (registry names).")
-@click.option(
-    "--duplicates",
-    type=click.Choice(["error", "keep", "first", "last"]),
-    default="error",
-    show_default=True,
-    help="What to do with repeated (task, worker) pairs.",
-)
+@duplicates_option
 @click.option(
     "--overwrite",
     is_flag=True,

@@ -11,7 +11,7 @@ import click
 import crowdlearn.cli._kinds as _kinds
 from crowdlearn.cli._app import cli
 from crowdlearn.cli._kinds import kind_options
-from crowdlearn.cli._reading import reading_options
+from crowdlearn.cli._reading import duplicates_option, reading_options
 
 
 def _container(data: str) -> str:
@@ -108,13 +108,7 @@ def _counts(answers: Any) -> list[str]:
 @cli.command()
 @reading_options
 @click.argument("data", type=click.Path())
-@click.option(
-    "--duplicates",
-    type=click.Choice(["error", "keep", "first", "last"]),
-    default="error",
-    show_default=True,
-    help="What to do with repeated (task, worker) pairs.",
-)
+@duplicates_option
 @kind_options
 def inspect(
     data: str,

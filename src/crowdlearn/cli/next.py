@@ -13,7 +13,7 @@ from crowdlearn._lazy import lazy_module
 from crowdlearn.cli._app import cli, note
 from crowdlearn.cli._numbers import number
 from crowdlearn.cli._output import Outputs
-from crowdlearn.cli._reading import input_paths, reading_options
+from crowdlearn.cli._reading import duplicates_option, input_paths, reading_options
 from crowdlearn.data import CrowdDataError
 
 if TYPE_CHECKING:
@@ -143,13 +143,7 @@ def learner_predictions(crowd: CrowdData, probas: np.ndarray, features: str, see
     "--all", "all_tasks", is_flag=True, help="Write every task (done ones last), not --budget."
 )
 @click.option("--seed", type=number("--seed"), default=0, show_default=True, help="Random state.")
-@click.option(
-    "--duplicates",
-    type=click.Choice(["error", "keep", "first", "last"]),
-    default="error",
-    show_default=True,
-    help="What to do with repeated (task, worker) pairs.",
-)
+@duplicates_option
 @click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
 def next_command(
     data: str,

@@ -9,7 +9,7 @@ from crowdlearn.cli._app import cli
 from crowdlearn.cli._kinds import kind_options
 from crowdlearn.cli._numbers import number
 from crowdlearn.cli._output import Outputs
-from crowdlearn.cli._reading import input_paths, reading_options
+from crowdlearn.cli._reading import duplicates_option, input_paths, reading_options
 
 
 def _strategy_names(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -67,13 +67,7 @@ def _strategy_names(values: tuple[str, ...]) -> tuple[str, ...]:
     "--seed", type=number("--seed"), default=0, show_default=True, help="Seed of the subsampling."
 )
 @click.option("--root", type=click.Path(), help="Datasets directory (registry names).")
-@click.option(
-    "--duplicates",
-    type=click.Choice(["error", "keep", "first", "last"]),
-    default="error",
-    show_default=True,
-    help="What to do with repeated (task, worker) pairs.",
-)
+@duplicates_option
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
 @kind_options
