@@ -12,6 +12,7 @@ try:
         identify,
         inspect,
         learn,
+        predict,
         report,
         simulate,
     )
