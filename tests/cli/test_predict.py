@@ -302,3 +302,45 @@ def test_a_text_model_refuses_features(text_model, tmp_path):
     result = run(folder / "out", "--features", tmp_path / "X.npy", "-o", tmp_path / "p.csv")
     refused(result, "trained on texts .*give --texts, not --features")
     assert not (tmp_path / "p.csv").exists()
+
+
+# ------------------------------------------------------------------ images
+
+
+def test_an_image_model_predicts_a_folder_and_a_table_of_images(tmp_path):
+    pil = pytest.importorskip("PIL.Image")
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, size=30)
+    (tmp_path / "pics").mkdir()
+    rows = []
+    for task, label in enumerate(y.tolist()):
+        colour = (230, 20, 20) if label == 0 else (20, 20, 230)
+        pil.new("RGB", (10, 10), colour).save(tmp_path / "pics" / f"img{task}.png")
+        for worker in range(3):
+            answer = ["red", "blue"][label if rng.random() > 0.1 else 1 - label]
+            rows.append((f"q{task}", worker, answer, f"pics/img{task}.png"))
+    frame = pd.DataFrame(rows, columns=["task", "worker", "label", "image"])
+    frame.to_csv(tmp_path / "answers.csv", index=False)
+    learn(
+        tmp_path / "answers.csv", "-s", "mv+nn", "--image-column", "image", "--image-size", 8,
+        "--hidden", 8, "--lr", 0.01, "--valid", "none", "--epochs", 20, "--quiet",
+        "-o", tmp_path / "out",
+    )  # fmt: skip
+    (tmp_path / "new").mkdir()
+    for name, colour in (("a", (20, 20, 230)), ("b", (230, 20, 20))):
+        pil.new("RGB", (12, 12), colour).save(tmp_path / "new" / f"{name}.png")
+    result = run(tmp_path / "out", "--images", tmp_path / "new", "-o", tmp_path / "p.csv")
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(tmp_path / "p.csv")
+    assert [Path(item).name for item in table["item"]] == ["a.png", "b.png"]
+    assert table["label"].tolist() == ["blue", "red"]
+    pd.DataFrame({"image": ["new/a.png", "new/b.png"]}).to_csv(tmp_path / "list.csv", index=False)
+    listed = run(tmp_path / "out", "--images", tmp_path / "list.csv", "-o", tmp_path / "q.csv")
+    assert listed.exit_code == 0, listed.output
+    again = pd.read_csv(tmp_path / "q.csv")
+    assert again["item"].tolist() == ["new/a.png", "new/b.png"]
+    np.testing.assert_allclose(again["probability"], table["probability"], rtol=1e-6)
+    refused(
+        run(tmp_path / "out", "--texts", tmp_path / "list.csv", "-o", tmp_path / "r.csv"),
+        "trained on images .*give --images, not --texts",
+    )
