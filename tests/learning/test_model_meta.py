@@ -218,3 +218,13 @@ def test_features_with_missing_values_are_refused(saved):
     X[2, 1] = np.nan
     with pytest.raises(ModelFileError, match="infinite values at row"):
         check_features(model_info(path), X, "X.npy")
+
+
+def test_source_date_epoch_fixes_the_date_and_the_same_fit_writes_the_same_bytes(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "86400")
+    for name in ("a.pt", "b.pt"):
+        TwoStage(**QUICK).fit(pets(), valid=None).save(tmp_path / name)
+    assert model_info(tmp_path / "a.pt")["training"]["date"] == "1970-01-02T00:00:00+00:00"
+    assert (tmp_path / "a.pt").read_bytes() == (tmp_path / "b.pt").read_bytes()
