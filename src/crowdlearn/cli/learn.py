@@ -575,7 +575,11 @@ def learn(
         model.fit(crowd, valid=chosen)
     if featurizer is not None:
         model.featurizer_ = featurizer
-    model.training_summary_["source"] = _source_name(data, registry, features, raw, raw_value)
+    from crowdlearn.learning._model_file import training_summary
+
+    summary = getattr(model, "training_summary_", None) or training_summary(crowd)
+    source = _source_name(data, registry, features, raw, raw_value)
+    model.training_summary_ = {**summary, "source": source}
     results = learning_outputs(model, crowd, test)
     with outputs:
         folder = out.staged
