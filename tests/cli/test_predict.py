@@ -344,3 +344,11 @@ def test_an_image_model_predicts_a_folder_and_a_table_of_images(tmp_path):
         run(tmp_path / "out", "--texts", tmp_path / "list.csv", "-o", tmp_path / "r.csv"),
         "trained on images .*give --images, not --texts",
     )
+
+
+def test_no_items_give_an_empty_table(text_model, tmp_path):
+    folder, _, _ = text_model
+    (tmp_path / "none.csv").write_text("id,text\n")
+    result = run(folder / "out", "--texts", tmp_path / "none.csv", "-o", tmp_path / "p.csv")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "p.csv").read_text().splitlines() == ["item,label,probability"]

@@ -164,7 +164,8 @@ def predict(
     from crowdlearn.learning.persistence import load_model
 
     learner = load_model(path, device="cpu" if device is None else device)
-    table = prediction_table(learner.predict_proba(items), meta["classes"], ids, probas)
+    scores = learner.predict_proba(items) if len(items) else np.zeros((0, len(meta["classes"])))
+    table = prediction_table(scores, meta["classes"], ids, probas)
     with outputs:
         if fmt == "csv":
             table.to_csv(target.staged, index=False)
