@@ -663,6 +663,29 @@ CASES: list[Case] = [
         ],
         "selection criterion",
     ),
+    # ---------------------------------------------------------------- predict
+    Case(
+        "predict-not-a-model",
+        ["predict", "binary.bin", "--features", "feats.npy", "-o", "p.csv"],
+        "not a crowdlearn model file",
+    ),
+    Case("predict-info-not-a-model", ["predict", "crowd.csv", "--info"], "not a crowdlearn model"),
+    Case(
+        "predict-nonexistent-model",
+        ["predict", "nonexistent.pt", "--features", "feats.npy", "-o", "p.csv"],
+        "no such file or directory",
+    ),
+    Case(
+        "predict-no-items",
+        ["predict", "binary.bin", "-o", "p.csv"],
+        "give the items",
+    ),
+    Case(
+        "predict-existing-output",
+        ["predict", "binary.bin", "--features", "feats.npy", "-o", "p.csv"],
+        OVER,
+        target=("p.csv", "file"),
+    ),
     # ---------------------------------------------------------------- report
     Case(
         "report-truth-without-truth", ["report", "crowd.csv", "--truth", "-o", "r.html"], "--truth"

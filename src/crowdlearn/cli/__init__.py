@@ -13,6 +13,7 @@ try:
         inspect,
         learn,
         next,
+        predict,
         report,
         simulate,
     )

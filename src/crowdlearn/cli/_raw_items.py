@@ -67,7 +67,7 @@ def check_combination(option: str, data: str, registry: bool, valid_mode: str, t
     if test is not None:
         raise CrowdDataError(
             f"--test-features cannot go with {option} (the featuriser makes the "
-            "features); score raw test items with the saved model in Python"
+            "features); score raw test items with crowdlearn predict MODEL --texts or --images"
         )
 
 

@@ -575,6 +575,11 @@ def learn(
         model.fit(crowd, valid=chosen)
     if featurizer is not None:
         model.featurizer_ = featurizer
+    from crowdlearn.learning._model_file import training_summary
+
+    summary = getattr(model, "training_summary_", None) or training_summary(crowd)
+    source = _source_name(data, registry, features, raw, raw_value)
+    model.training_summary_ = {**summary, "source": source}
     results = learning_outputs(model, crowd, test)
     with outputs:
         folder = out.staged
@@ -602,6 +607,21 @@ def learn(
         best = ", ".join(f"{k}={v}" for k, v in found.best_params.items())
         scores = f", best of {len(found.results)}: {best}" + scores
     click.echo(f"{method}: {crowd} -> {folder} (best epoch {summary['best_epoch']}{scores})")
+
+
+def _source_name(
+    data: str, registry: bool, features: str | None, raw: str | None, raw_value: str | None
+) -> str:
+    """The training data as the model file's metadata names it: the registry dataset or
+    the file's name, with the features or raw items' file where they came apart."""
+    name = data if registry else Path(data).name
+    if features is not None:
+        return f"{name} (features {Path(features).name})"
+    if raw in ("--texts", "--images"):
+        return f"{name} ({raw[2:]} {Path(str(raw_value)).name})"
+    if raw is not None:
+        return f"{name} ({raw[2:]} {raw_value})"
+    return name
 
 
 def _check_grid(method: str, grid: dict[str, list[str]], fixed: dict[str, Any], mode: str) -> None:

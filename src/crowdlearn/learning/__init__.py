@@ -5,7 +5,8 @@ default), an optional noise model of the crowd, and a recipe; one shared trainer
 every method (mini-batches of tasks with their annotations, optimiser, validation-based
 model selection, early stopping, seeding, checkpoints). Every learner follows the
 scikit-learn contract: ``fit(data, valid=None)``, ``predict_proba(X)``, ``predict(X)``,
-``history_``, and ``save``/``load``. Raw texts and image files are trained on through
+``history_``, and ``save``/``load`` (:func:`load_model` and :func:`model_info` read a
+saved model and its metadata). Raw texts and image files are trained on through
 a featuriser (:mod:`crowdlearn.learning.featurizers`, :func:`fit_on_items`).
 """
 
@@ -39,6 +40,7 @@ from crowdlearn.learning.geocrowdnet import GeoCrowdNet
 from crowdlearn.learning.iced import ICED
 from crowdlearn.learning.madl import MaDL
 from crowdlearn.learning.max_mig import MaxMIG
+from crowdlearn.learning.persistence import MODEL_FORMAT, ModelFileError, load_model, model_info
 from crowdlearn.learning.search import SearchResult, search
 from crowdlearn.learning.self_crowd import SelfCrowd
 from crowdlearn.learning.trace_reg import TraceReg
@@ -155,6 +157,7 @@ __all__ = [
     "ICED",
     "LEARNERS",
     "MLP",
+    "MODEL_FORMAT",
     "TRAINING_PARAMS",
     "AnnotMix",
     "BaseLearner",
@@ -170,6 +173,7 @@ __all__ = [
     "ImageFeaturizer",
     "MaDL",
     "MaxMIG",
+    "ModelFileError",
     "SearchResult",
     "SelfCrowd",
     "SentenceTransformerFeaturizer",
@@ -181,7 +185,9 @@ __all__ = [
     "UnionNet",
     "build_backbone",
     "fit_on_items",
+    "load_model",
     "make_learner",
+    "model_info",
     "register_learner",
     "search",
 ]

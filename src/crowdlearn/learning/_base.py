@@ -34,6 +34,7 @@ from torch import nn
 from crowdlearn._bounds import check_params
 from crowdlearn.data import CrowdData, CrowdDataError, TaskInputs
 from crowdlearn.data.inputs import as_inputs
+from crowdlearn.learning._model_file import model_meta, read_model_file, training_summary
 from crowdlearn.learning._shared import (  # noqa: F401  (re-exported)
     TIMING_COLUMNS,
     check_learnable,
@@ -231,6 +232,9 @@ class BaseLearner(BaseEstimator):
         Set by :func:`~crowdlearn.learning.featurizers.fit_on_items` (raw texts or
         image paths): ``predict_proba`` then featurises raw items with it, and
         ``save`` writes its fitted state into the model file.
+    training_summary_ : dict
+        The training data's sizes and the fit's date (UTC), saved in the model file's
+        metadata (``meta_`` after ``load``: see :mod:`crowdlearn.learning._model_file`).
     """
 
     #: Whether the method needs worker identities.
@@ -308,6 +312,7 @@ class BaseLearner(BaseEstimator):
             self._fit(data, as_validator(inner, data.n_classes))
             return self
         self.featurizer_ = None  # fit_on_items sets it after the fit
+        self.training_summary_ = training_summary(data)
         token = _INSIDE_FIT.set(True)
         try:
             self._fit_outer(data, valid)
@@ -546,6 +551,7 @@ class BaseLearner(BaseEstimator):
             from crowdlearn.learning.featurizers import featurizer_state
 
             payload["featurizer"] = featurizer_state(self.featurizer_)
+        payload["meta"] = model_meta(self)
         write_torch(payload, path)
 
     def _payload(self) -> dict[str, Any]:
@@ -568,8 +574,9 @@ class BaseLearner(BaseEstimator):
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], device: str = "cpu") -> BaseLearner:
-        """A learner saved by :meth:`save` (only load files you trust: they are pickles)."""
-        payload = torch.load(Path(path), map_location=device, weights_only=False)
+        """A learner saved by :meth:`save` (only load files you trust: they are pickles);
+        ``meta_`` holds the file's metadata (:mod:`crowdlearn.learning._model_file`)."""
+        payload = read_model_file(path, device)
         module_name, _, class_name = payload["class"].rpartition(".")
         learner_class = getattr(__import__(module_name, fromlist=[class_name]), class_name)
         if not issubclass(learner_class, cls):
@@ -579,6 +586,8 @@ class BaseLearner(BaseEstimator):
             from crowdlearn.learning.featurizers import featurizer_from_state
 
             learner.featurizer_ = featurizer_from_state(payload["featurizer"])
+        learner.meta_ = payload["meta"]
+        learner.training_summary_ = learner.meta_.get("training")
         return learner
 
     @classmethod

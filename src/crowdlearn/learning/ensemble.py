@@ -24,6 +24,7 @@ from crowdlearn._progress import check_progress, progress_bar, progress_scope
 from crowdlearn._registry import _top_level_split
 from crowdlearn.data import CrowdData, CrowdDataError
 from crowdlearn.learning._base import TRAINING_PARAMS, BaseLearner, _same_value
+from crowdlearn.learning._model_file import training_summary
 
 #: The default members: the four learners with the best mean rank over the four datasets of
 #: ``python -m benchmarks leaderboard-no-truth`` (LabelMe, Music and the simulated crowds
@@ -168,6 +169,7 @@ class Ensemble(BaseLearner):
                 history.insert(0, "member", position)
                 histories.append(history)
         self.members_ = fitted
+        self.training_summary_ = training_summary(data)
         self.classes_ = fitted[0].classes_
         self.history_ = pd.concat(histories, ignore_index=True)
         self._summarise()
