@@ -47,6 +47,9 @@ class Merge:
     ----------
     data : CrowdData
         All annotations, sorted by task code.
+    pointer : ndarray of int64
+        Its task pointer: the annotations of task ``t`` are rows
+        ``pointer[t]:pointer[t + 1]``.
     task_map, worker_map, class_map : ndarray of int64
         Code of each old task, worker and class in ``data``.
     touched : ndarray of int64
@@ -58,6 +61,7 @@ class Merge:
     """
 
     data: CrowdData
+    pointer: np.ndarray
     task_map: np.ndarray
     worker_map: np.ndarray
     class_map: np.ndarray
@@ -94,12 +98,18 @@ def _union_ids(old: np.ndarray, new: np.ndarray, what: str) -> tuple[np.ndarray,
             f"the new annotations' {what} ids are {_id_kind(new)}s, the fitted ones "
             f"{_id_kind(old)}s (e.g. {show(old[:3])}): annotations of another dataset?"
         )
-    position = pd.Index(old).get_indexer(new)
+    ordered = _is_increasing(old)
+    if ordered and old.dtype.kind in "iufb":
+        # sorted numbers: a binary search per new id, no hash table of the old ones
+        slot = np.minimum(np.searchsorted(old, new), max(len(old) - 1, 0))
+        position = np.where(old[slot] == new, slot, -1) if len(old) else np.full(len(new), -1)
+    else:
+        position = pd.Index(old).get_indexer(new)
     fresh_rows = np.flatnonzero(position < 0)
     if len(fresh_rows) == 0:
         return old, np.arange(len(old)), position.astype(np.int64), new[:0]
     fresh = new[fresh_rows]
-    if _is_increasing(old) and _is_increasing(fresh):
+    if ordered and _is_increasing(fresh):
         slots = np.searchsorted(old, fresh)
         merged = np.insert(old, slots, fresh)
         shift = np.zeros(len(old) + 1, dtype=np.int64)
@@ -132,7 +142,12 @@ def _is_increasing(ids: np.ndarray) -> bool:
         return False
 
 
-def merge_annotations(old: CrowdData, new: CrowdData, new_classes: bool = False) -> Merge:
+def merge_annotations(
+    old: CrowdData,
+    new: CrowdData,
+    new_classes: bool = False,
+    old_pointer: np.ndarray | None = None,
+) -> Merge:
     """All annotations of ``old`` and ``new``, sorted by task code, with the code maps.
 
     Parameters
@@ -143,6 +158,9 @@ def merge_annotations(old: CrowdData, new: CrowdData, new_classes: bool = False)
         Annotations that arrived since.
     new_classes : bool, default False
         Accept classes that ``old`` does not have (else a CrowdDataError names them).
+    old_pointer : ndarray, optional
+        The task pointer of ``old`` when its rows are known to be sorted by task (what
+        the previous merge returned): saves a pass over the annotations.
 
     Raises
     ------
@@ -155,13 +173,11 @@ def merge_annotations(old: CrowdData, new: CrowdData, new_classes: bool = False)
     classes, class_map, new_class_codes, fresh_classes = _union_ids(
         old.classes, new.classes, "class"
     )
-    used = np.unique(new.label)
-    unknown = [c for c in fresh_classes.tolist() if c in set(new.classes[used].tolist())]
-    if unknown and not new_classes:
+    if len(fresh_classes) and not new_classes:
         raise CrowdDataError(
-            f"class(es) {show(unknown)} of the new annotations are not among the fitted "
-            f"classes {show(list(old.classes))}; pass new_classes=True (command line: "
-            "--new-classes) to add them"
+            f"class(es) {show(list(fresh_classes))} of the new annotations are not among "
+            f"the fitted classes {show(list(old.classes))}; pass new_classes=True "
+            "(command line: --new-classes) to add them"
         )
     task_ids, task_map, new_task_codes, fresh_tasks = _union_ids(
         old.task_ids, new.task_ids, "task"
@@ -169,12 +185,20 @@ def merge_annotations(old: CrowdData, new: CrowdData, new_classes: bool = False)
     worker_ids, worker_map, new_worker_codes, fresh_workers = _union_ids(
         old.worker_ids, new.worker_ids, "worker"
     )
-    # Old rows in task order (a view when already sorted), with the merged codes.
-    rows = slice(None) if is_sorted(old.task) else old.by_task.order
+    n_tasks, n_workers = len(task_ids), len(worker_ids)
+    # Old rows in task order (views when already sorted), with the merged codes.
+    rows: slice | np.ndarray = slice(None)
+    if old_pointer is None and is_sorted(old.task):
+        old_pointer = np.searchsorted(old.task, np.arange(old.n_tasks + 1), side="left")
+    elif old_pointer is None:
+        rows = old.by_task.order
+        old_pointer = task_pointer(old)
     old_task = _mapped(old.task[rows], task_map)
     old_worker = _mapped(old.worker[rows], worker_map)
     old_label = _mapped(old.label[rows], class_map)
-    n_tasks, n_workers = len(task_ids), len(worker_ids)
+    pointer = np.zeros(n_tasks + 1, dtype=np.int64)
+    pointer[task_map + 1] = np.diff(old_pointer)
+    np.cumsum(pointer, out=pointer)  # the old rows' pointer in the merged task codes
 
     new_task = new_task_codes[new.task]
     order = np.argsort(new_task, kind="stable")
@@ -182,18 +206,22 @@ def merge_annotations(old: CrowdData, new: CrowdData, new_classes: bool = False)
     new_worker = new_worker_codes[new.worker[order]].astype(np.int32)
     new_label = new_class_codes[new.label[order]].astype(np.int32)
 
-    old_pointer = np.zeros(n_tasks + 1, dtype=np.int64)
-    np.cumsum(np.bincount(old_task, minlength=n_tasks), out=old_pointer[1:])
     touched = np.unique(new_task).astype(np.int64)
-    _refuse_repeated_pairs(old_pointer, old_worker, touched, new_task, new_worker, n_workers,
+    _refuse_repeated_pairs(pointer, old_worker, touched, new_task, new_worker, n_workers,
                            task_ids, worker_ids)  # fmt: skip
+    old_counts = pointer[touched + 1] - pointer[touched]
+    new_counts = np.bincount(np.searchsorted(touched, new_task), minlength=len(touched))
 
-    slots = np.searchsorted(old_task, new_task, side="right")
+    # New rows go after the old rows of their task: one pass over each code array.
+    slots = pointer[new_task.astype(np.int64) + 1]
+    at = slots + np.arange(len(new_task))
+    keep = np.ones(len(old_task) + len(new_task), dtype=bool)
+    keep[at] = False
     merged = CrowdData.__new__(CrowdData)
     merged._set(
-        task=np.insert(old_task, slots, new_task),
-        worker=np.insert(old_worker, slots, new_worker),
-        label=np.insert(old_label, slots, new_label),
+        task=_interleave(old_task, new_task, keep, at),
+        worker=_interleave(old_worker, new_worker, keep, at),
+        label=_interleave(old_label, new_label, keep, at),
         task_ids=task_ids,
         worker_ids=worker_ids,
         classes=classes,
@@ -202,13 +230,15 @@ def merge_annotations(old: CrowdData, new: CrowdData, new_classes: bool = False)
                             n_tasks),  # fmt: skip
         inputs=None,
     )
+    counts = np.diff(pointer)
+    counts[touched] += new_counts
+    pointer[1:] = np.cumsum(counts)
     # Rows of the touched tasks in the merged data: the old ones, then the new ones.
-    old_counts = old_pointer[touched + 1] - old_pointer[touched]
-    new_counts = np.bincount(np.searchsorted(touched, new_task), minlength=len(touched))
     is_new = np.repeat(np.tile([False, True], len(touched)), np.ravel([old_counts, new_counts],
                                                                       order="F"))  # fmt: skip
     return Merge(
         data=merged,
+        pointer=pointer,
         task_map=task_map,
         worker_map=worker_map,
         class_map=class_map,
@@ -221,9 +251,24 @@ def merge_annotations(old: CrowdData, new: CrowdData, new_classes: bool = False)
     )
 
 
+def _interleave(
+    old: np.ndarray, new: np.ndarray, keep: np.ndarray, at: np.ndarray
+) -> np.ndarray:
+    """``old`` at the ``keep`` positions and ``new`` at ``at``, in one array."""
+    out = np.empty(len(keep), dtype=np.int32)
+    out[keep] = old
+    out[at] = new
+    return out
+
+
+def _is_identity(mapping: np.ndarray) -> bool:
+    """Whether an increasing code map keeps every code (it ends at its length - 1)."""
+    return len(mapping) == 0 or int(mapping[-1]) == len(mapping) - 1
+
+
 def _mapped(codes: np.ndarray, mapping: np.ndarray) -> np.ndarray:
     """Codes through a map, int32; no copy of a view when the map is the identity."""
-    if len(mapping) and mapping[-1] == len(mapping) - 1:  # increasing and ends there
+    if _is_identity(mapping):
         return codes if codes.dtype == np.int32 else codes.astype(np.int32)
     return mapping.astype(np.int32)[codes]
 
@@ -241,9 +286,12 @@ def _refuse_repeated_pairs(
     """A CrowdDataError when a new (task, worker) pair is already held."""
     rows = gather_rows(old_pointer, touched)
     held_task = np.repeat(touched, old_pointer[touched + 1] - old_pointer[touched])
-    held = held_task * n_workers + old_worker[rows]
+    held = np.sort(held_task * n_workers + old_worker[rows])
     keys = new_task.astype(np.int64) * n_workers + new_worker
-    repeated = np.flatnonzero(np.isin(keys, held))
+    if len(held) == 0:
+        return
+    found = held[np.minimum(np.searchsorted(held, keys), len(held) - 1)] == keys
+    repeated = np.flatnonzero(found)
     if len(repeated):
         first = repeated[0]
         raise CrowdDataError(
@@ -297,10 +345,16 @@ def sub_block(block: Block, keep: np.ndarray) -> Block:
     return make_block(0, block.n_tasks, block.task[keep], block.worker[keep], block.label[keep])
 
 
-def remap_rows(values: np.ndarray, mapping: np.ndarray, size: int, fill: Any = 0) -> np.ndarray:
-    """An array whose first axis moves from old codes to new ones (``fill`` elsewhere)."""
-    out = np.full((size, *values.shape[1:]), fill, dtype=values.dtype)
-    out[mapping] = values
+def remap_table(values: np.ndarray, merge: Merge) -> np.ndarray:
+    """A (tasks, classes) table moved to the merged task and class codes (zeros for
+    new tasks and classes)."""
+    out = np.zeros((merge.data.n_tasks, merge.data.n_classes), dtype=values.dtype)
+    if len(merge.class_map) == merge.data.n_classes and _is_identity(merge.task_map):
+        out[: len(values)] = values  # tasks and classes kept their codes
+    elif len(merge.class_map) == merge.data.n_classes:  # same classes: whole rows
+        out[merge.task_map] = values
+    else:
+        out[np.ix_(merge.task_map, merge.class_map)] = values
     return out
 
 
@@ -323,6 +377,7 @@ class IncrementalMixin:
         """Fit on ``data`` and keep it (``crowd_``) for :meth:`partial_fit`."""
         super().fit(data, **fit_params)  # type: ignore[misc]
         self.crowd_ = data
+        self._pointer = None  # not known to be sorted
         return self
 
     def partial_fit(self, new: CrowdData | pd.DataFrame, *, new_classes: bool = False) -> Any:
@@ -346,6 +401,7 @@ class IncrementalMixin:
         start = time.perf_counter()
         if not hasattr(self, "crowd_"):
             self.fit(crowd)
+            self._pointer = None
             self.last_update_ = {
                 "n_new": crowd.n_annotations,
                 "n_new_tasks": crowd.n_tasks,
@@ -354,8 +410,11 @@ class IncrementalMixin:
                 "seconds": time.perf_counter() - start,
             }
             return self
-        merge = merge_annotations(self.crowd_, crowd, new_classes=new_classes)
+        merge = merge_annotations(
+            self.crowd_, crowd, new_classes=new_classes, old_pointer=getattr(self, "_pointer", None)
+        )
         self._partial_update(merge)
+        self._pointer = merge.pointer  # crowd_ is now sorted by task
         data = merge.data
         self.labels_ = break_ties(self.probas_, self.tie_break, self.random_state)  # type: ignore[attr-defined]
         self.classes_ = data.classes
@@ -392,9 +451,8 @@ class VoteCountMixin(IncrementalMixin):
 
     def _partial_update(self, merge: Merge) -> None:
         data = merge.data
-        counts = np.zeros((data.n_tasks, data.n_classes), dtype=np.int64)
-        counts[np.ix_(merge.task_map, merge.class_map)] = self.vote_counts_
-        rows = gather_rows(task_pointer(data), merge.touched)[merge.is_new]
+        counts = remap_table(self.vote_counts_, merge)
+        rows = gather_rows(merge.pointer, merge.touched)[merge.is_new]
         np.add.at(counts, (data.task[rows], data.label[rows]), 1)
         self.vote_counts_ = counts
         self._from_counts(data)

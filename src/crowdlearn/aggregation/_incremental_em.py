@@ -31,11 +31,12 @@ import time
 import numpy as np
 import pandas as pd
 
-from crowdlearn.aggregation._blocks import Block, block_vote_counts, frequencies, task_pointer
+from crowdlearn.aggregation._blocks import Block, block_vote_counts, frequencies
 from crowdlearn.aggregation._incremental import (
     IncrementalMixin,
     Merge,
     gather_tasks,
+    remap_table,
     sub_block,
 )
 from crowdlearn.data import CrowdData
@@ -64,10 +65,9 @@ class IncrementalEMMixin(IncrementalMixin):
         dtype = self.probas_.dtype
         old_probas = self.probas_
         k = data.n_classes
-        probas = np.zeros((data.n_tasks, k), dtype=dtype)
-        probas[np.ix_(merge.task_map, merge.class_map)] = old_probas
+        probas = remap_table(old_probas, merge)
 
-        block = gather_tasks(data, task_pointer(data), merge.touched)
+        block = gather_tasks(data, merge.pointer, merge.touched)
         old_part = sub_block(block, ~merge.is_new)
         stats = self._remap_statistics(self._statistics, merge)
         held = self._block_statistics(old_part, probas[merge.touched], data.n_workers)
@@ -95,7 +95,7 @@ class IncrementalEMMixin(IncrementalMixin):
                 break
             previous = objective
 
-        self._prepare(data)
+        self._prepare(data, merge.pointer)
         self.probas_ = np.empty((data.n_tasks, k), dtype=dtype)
         objective = float(self._e_step(data)) / data.n_annotations  # type: ignore[attr-defined]
         self.converged_ = converged
@@ -128,7 +128,7 @@ class IncrementalEMMixin(IncrementalMixin):
     def _block_posteriors(self, block: Block) -> tuple[np.ndarray, float]:
         raise NotImplementedError
 
-    def _prepare(self, data: CrowdData) -> None:
+    def _prepare(self, data: CrowdData, indptr: np.ndarray | None = None) -> None:
         raise NotImplementedError
 
 

@@ -224,11 +224,11 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
         probas = block_posteriors(blocks, data.n_tasks, data.n_classes, self._dtype, hard)
         self.probas_ = clamp(probas, self._gold)
 
-    def _prepare(self, data: CrowdData) -> None:
+    def _prepare(self, data: CrowdData, indptr: np.ndarray | None = None) -> None:
         """The blocks of ``data`` (and, unchunked, their designs) the EM steps use."""
         self._dtype = float_dtype(self.dtype)
         self._gold = None
-        self._blocks = BlockReader(data, self.chunk_size)
+        self._blocks = BlockReader(data, self.chunk_size, indptr)
         # One block: its design is built once and kept (the unchunked engine).
         self._designs = None
         if self.chunk_size is None:

@@ -114,10 +114,10 @@ class OneCoinDawidSkene(IncrementalEMMixin, IterativeAggregator):
             self._blocks, data.n_tasks, data.n_classes, self._dtype, hard
         )
 
-    def _prepare(self, data: CrowdData) -> None:
+    def _prepare(self, data: CrowdData, indptr: np.ndarray | None = None) -> None:
         """The blocks of ``data`` the EM steps run over."""
         self._dtype = float_dtype(self.dtype)
-        self._blocks = BlockReader(data, self.chunk_size)
+        self._blocks = BlockReader(data, self.chunk_size, indptr)
         if self.chunk_size is None:
             self._blocks = list(self._blocks)  # one block, gathered once
 
