@@ -380,7 +380,9 @@ class IncrementalMixin:
         self._pointer = None  # not known to be sorted
         return self
 
-    def partial_fit(self, new: CrowdData | pd.DataFrame, *, new_classes: bool = False) -> Any:
+    def partial_fit(
+        self, new: CrowdData | pd.DataFrame, *, new_classes: bool = False, refresh: bool = True
+    ) -> Any:
         """Add annotations that arrived since the last fit; returns ``self``.
 
         Parameters
@@ -390,6 +392,12 @@ class IncrementalMixin:
             ``label``). On an estimator not fitted yet, this is :meth:`fit`.
         new_classes : bool, default False
             Accept classes the fitted model does not know (else CrowdDataError).
+        refresh : bool, default True
+            Incremental EM (Dawid-Skene, one-coin) only: end with an E-step over all
+            tasks, so that every posterior is computed under the final parameters.
+            False updates only the tasks that received annotations (the others keep
+            the posteriors of their last update, as in Neal & Hinton's incremental
+            EM): no pass over all annotations besides the merge.
 
         After the call every fitted attribute describes all annotations so far;
         ``crowd_`` holds them (sorted by task) and ``last_update_`` says what was
@@ -413,6 +421,7 @@ class IncrementalMixin:
         merge = merge_annotations(
             self.crowd_, crowd, new_classes=new_classes, old_pointer=getattr(self, "_pointer", None)
         )
+        self._refresh = refresh
         self._partial_update(merge)
         self._pointer = merge.pointer  # crowd_ is now sorted by task
         data = merge.data

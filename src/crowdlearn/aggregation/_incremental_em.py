@@ -95,9 +95,15 @@ class IncrementalEMMixin(IncrementalMixin):
                 break
             previous = objective
 
-        self._prepare(data, merge.pointer)
-        self.probas_ = np.empty((data.n_tasks, k), dtype=dtype)
-        objective = float(self._e_step(data)) / data.n_annotations  # type: ignore[attr-defined]
+        if getattr(self, "_refresh", True):
+            self._prepare(data, merge.pointer)
+            self.probas_ = np.empty((data.n_tasks, k), dtype=dtype)
+            objective = float(self._e_step(data)) / data.n_annotations  # type: ignore[attr-defined]
+        else:  # only the touched tasks' posteriors move (refresh=False)
+            probas[merge.touched] = local
+            self.probas_ = probas
+            objective = np.nan
+            self._blocks = self._designs = None  # the held ones describe the old data
         self.converged_ = converged
         self.n_iter_ = iterations
         last = self.history_.iloc[-1] if len(self.history_) else None
