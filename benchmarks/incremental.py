@@ -146,8 +146,9 @@ def bench_incremental(out: Path, quick: bool, seeds: int) -> BenchResult:
                 if size > largest:
                     continue
                 row = measure(name, factory, options, old, new, full, repeats)
-                rows.append({"seed": seed, "annotations": size, "new": new.n_annotations,
-                             "new_tasks": int(full.n_tasks - old.n_tasks), **row})  # fmt: skip
+                sizes = {"annotations": size, "new": new.n_annotations}
+                new_tasks = int(full.n_tasks - old.n_tasks)
+                rows.append({"seed": seed, **sizes, "new_tasks": new_tasks, **row})
                 print(f"incremental: {size} {name}: {row}", flush=True)
             del old, new, full
     raw = pd.DataFrame(rows)

@@ -34,9 +34,15 @@ import numpy as np
 import pandas as pd
 
 from crowdlearn.aggregation._base import _as_crowd_data, break_ties
-from crowdlearn.aggregation._blocks import Block, is_sorted, make_block, task_pointer
+from crowdlearn.aggregation._blocks import (
+    Block,
+    BlockReader,
+    is_sorted,
+    make_block,
+    task_pointer,
+)
 from crowdlearn.data import CrowdData, CrowdDataError
-from crowdlearn.data.errors import show
+from crowdlearn.data.errors import plain, show
 
 
 @dataclass(frozen=True)
@@ -207,8 +213,9 @@ def merge_annotations(
     new_label = new_class_codes[new.label[order]].astype(np.int32)
 
     touched = np.unique(new_task).astype(np.int64)
-    _refuse_repeated_pairs(pointer, old_worker, touched, new_task, new_worker, n_workers,
-                           task_ids, worker_ids)  # fmt: skip
+    _refuse_repeated_pairs(
+        pointer, old_worker, touched, new_task, new_worker, n_workers, task_ids, worker_ids
+    )
     old_counts = pointer[touched + 1] - pointer[touched]
     new_counts = np.bincount(np.searchsorted(touched, new_task), minlength=len(touched))
 
@@ -226,16 +233,17 @@ def merge_annotations(
         worker_ids=worker_ids,
         classes=classes,
         features=None,
-        truth=_merged_truth(old, new, task_map, class_map, new_task_codes, new_class_codes,
-                            n_tasks),  # fmt: skip
+        truth=_merged_truth(
+            old, new, task_map, class_map, new_task_codes, new_class_codes, n_tasks
+        ),
         inputs=None,
     )
     counts = np.diff(pointer)
     counts[touched] += new_counts
     pointer[1:] = np.cumsum(counts)
     # Rows of the touched tasks in the merged data: the old ones, then the new ones.
-    is_new = np.repeat(np.tile([False, True], len(touched)), np.ravel([old_counts, new_counts],
-                                                                      order="F"))  # fmt: skip
+    sizes = np.ravel([old_counts, new_counts], order="F")
+    is_new = np.repeat(np.tile([False, True], len(touched)), sizes)
     return Merge(
         data=merged,
         pointer=pointer,
@@ -251,9 +259,7 @@ def merge_annotations(
     )
 
 
-def _interleave(
-    old: np.ndarray, new: np.ndarray, keep: np.ndarray, at: np.ndarray
-) -> np.ndarray:
+def _interleave(old: np.ndarray, new: np.ndarray, keep: np.ndarray, at: np.ndarray) -> np.ndarray:
     """``old`` at the ``keep`` positions and ``new`` at ``at``, in one array."""
     out = np.empty(len(keep), dtype=np.int32)
     out[keep] = old
@@ -296,8 +302,8 @@ def _refuse_repeated_pairs(
         first = repeated[0]
         raise CrowdDataError(
             f"{len(repeated)} new annotation(s) repeat a (task, worker) pair already held, "
-            f"e.g. task {task_ids[new_task[first]]!r} by worker "
-            f"{worker_ids[new_worker[first]]!r}; send only the annotations that arrived "
+            f"e.g. task {plain(task_ids[new_task[first]])} by worker "
+            f"{plain(worker_ids[new_worker[first]])}; send only the annotations that arrived "
             "since the last update"
         )
 
@@ -315,8 +321,8 @@ def _merged_truth(
     if old.truth is None and new.truth is None:
         return None
     truth = np.full(n_tasks, -1, dtype=np.int32)
-    for data, tasks, classes in ((old, task_map, class_map), (new, new_task_codes,
-                                                              new_class_codes)):  # fmt: skip
+    sources = ((old, task_map, class_map), (new, new_task_codes, new_class_codes))
+    for data, tasks, classes in sources:
         if data.truth is not None:
             known = np.flatnonzero(data.truth >= 0)
             truth[tasks[known]] = classes[data.truth[known]]
@@ -377,7 +383,10 @@ class IncrementalMixin:
         """Fit on ``data`` and keep it (``crowd_``) for :meth:`partial_fit`."""
         super().fit(data, **fit_params)  # type: ignore[misc]
         self.crowd_ = data
-        self._pointer = None  # not known to be sorted
+        # The task pointer of sorted data, when the fit's block reader has it (free).
+        reader = getattr(self, "_reader", None)
+        sorted_rows = isinstance(reader, BlockReader) and reader.sorted
+        self._pointer = reader.indptr if sorted_rows else None
         return self
 
     def partial_fit(
@@ -418,9 +427,8 @@ class IncrementalMixin:
                 "seconds": time.perf_counter() - start,
             }
             return self
-        merge = merge_annotations(
-            self.crowd_, crowd, new_classes=new_classes, old_pointer=getattr(self, "_pointer", None)
-        )
+        pointer = getattr(self, "_pointer", None)
+        merge = merge_annotations(self.crowd_, crowd, new_classes, old_pointer=pointer)
         self._refresh = refresh
         self._partial_update(merge)
         self._pointer = merge.pointer  # crowd_ is now sorted by task

@@ -17,6 +17,9 @@ counts and class totals). A fit keeps the statistics of its last M-step
    frequencies, the start of a fit;
 4. one E-step over all tasks gives every posterior under the final parameters.
 
+A batch of more than :data:`LARGE_BATCH` (5 %) of all annotations is a refit on the
+merged annotations instead (the refit's result; the merge still saves re-reading).
+
 Each local iteration costs O(touched annotations + n_workers K^2); the update as a
 whole costs one E-step over all annotations plus the O(annotations) copy of the merge,
 instead of the 20-100 iterations of a refit. The untouched tasks' contributions are
@@ -28,6 +31,7 @@ incremental`` and tested (tests/aggregation/test_incremental.py).
 from __future__ import annotations
 
 import time
+
 import numpy as np
 import pandas as pd
 
@@ -40,6 +44,12 @@ from crowdlearn.aggregation._incremental import (
     sub_block,
 )
 from crowdlearn.data import CrowdData
+
+#: A batch of more than this share of all annotations is a refit on all of them:
+#: incremental EM's approximation is made for batches that move the parameters
+#: little, and a warm start from a small crowd's model can end in a worse local
+#: optimum than EM from the votes.
+LARGE_BATCH = 0.05
 
 
 class IncrementalEMMixin(IncrementalMixin):
@@ -60,8 +70,11 @@ class IncrementalEMMixin(IncrementalMixin):
     tol: float
 
     def _partial_update(self, merge: Merge) -> None:
-        start = time.perf_counter()
         data = merge.data
+        if merge.n_new > LARGE_BATCH * data.n_annotations:
+            self._fit(data)  # type: ignore[attr-defined]  # a refit: EM from the votes
+            return
+        start = time.perf_counter()
         dtype = self.probas_.dtype
         old_probas = self.probas_
         k = data.n_classes
@@ -95,27 +108,39 @@ class IncrementalEMMixin(IncrementalMixin):
                 break
             previous = objective
 
+        rows = []
         if getattr(self, "_refresh", True):
             self._prepare(data, merge.pointer)
             self.probas_ = np.empty((data.n_tasks, k), dtype=dtype)
             objective = float(self._e_step(data)) / data.n_annotations  # type: ignore[attr-defined]
+            rows.append((iterations, objective))
         else:  # only the touched tasks' posteriors move (refresh=False)
             probas[merge.touched] = local
             self.probas_ = probas
-            objective = np.nan
             self._blocks = self._designs = None  # the held ones describe the old data
+            rows.append((iterations, np.nan))
         self.converged_ = converged
         self.n_iter_ = iterations
+        self._append_history(rows, time.perf_counter() - start)
+
+    def _append_history(self, rows: list[tuple[int, float]], seconds: float) -> None:
+        """One history row per full pass of an update, numbered after the fit's."""
         last = self.history_.iloc[-1] if len(self.history_) else None
-        row = {
-            "iteration": (0 if last is None else int(last["iteration"])) + iterations,
-            "objective": objective,
-            "change": objective - (np.nan if last is None else float(last["objective"])),
-            "seconds": (0.0 if last is None else float(last["seconds"]))
-            + time.perf_counter()
-            - start,
-        }
-        self.history_ = pd.concat([self.history_, pd.DataFrame([row])], ignore_index=True)
+        first = 0 if last is None else int(last["iteration"])
+        previous = np.nan if last is None else float(last["objective"])
+        before = 0.0 if last is None else float(last["seconds"])
+        table = []
+        for iteration, objective in rows:
+            table.append(
+                {
+                    "iteration": first + iteration,
+                    "objective": objective,
+                    "change": objective - previous,
+                    "seconds": before + seconds,
+                }
+            )
+            previous = objective
+        self.history_ = pd.concat([self.history_, pd.DataFrame(table)], ignore_index=True)
 
     # Subclass hooks (documented in the class docstring).
     def _block_statistics(
@@ -162,4 +187,3 @@ def remap_confusion_counts(counts: np.ndarray, merge: Merge) -> np.ndarray:
     out = np.zeros((data.n_workers, k, k), dtype=counts.dtype)
     out[np.ix_(merge.worker_map, merge.class_map, merge.class_map)] = cube
     return out.reshape(data.n_workers * k, k)
-

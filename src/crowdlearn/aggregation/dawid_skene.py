@@ -36,18 +36,18 @@ from crowdlearn.aggregation._base import (
     gold_codes,
 )
 from crowdlearn.aggregation._blocks import Block, BlockReader, block_design, block_posteriors
-from crowdlearn.aggregation._incremental import Merge
-from crowdlearn.aggregation._incremental_em import (
-    IncrementalEMMixin,
-    remap_class_totals,
-    remap_confusion_counts,
-)
 from crowdlearn.aggregation._design import (
     clamp,
     log_confusion_table,
     normalise_log,
     normalise_rows,
     one_hot_argmax,
+)
+from crowdlearn.aggregation._incremental import Merge
+from crowdlearn.aggregation._incremental_em import (
+    IncrementalEMMixin,
+    remap_class_totals,
+    remap_confusion_counts,
 )
 from crowdlearn.data import CrowdData, CrowdDataError
 
@@ -130,7 +130,8 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
     :meth:`partial_fit` adds annotations that arrived since the last fit by
     incremental EM (:mod:`crowdlearn.aggregation._incremental_em`): EM on the tasks
     that received annotations, the other tasks' M-step statistics held fixed, then one
-    E-step over all tasks. Tolerance (tested on simulated crowds split into 2 to 4
+    E-step over all tasks; a batch of more than 5 % of all annotations is a refit on
+    all of them. Tolerance (tested on simulated crowds split into 2 to 4
     batches): labels equal to a refit's on at least 99 % of the tasks and
     probabilities within 0.05 of the refit's on at least 99 % of the tasks; on 1 % new
     annotations to 1M and 10M, ``python -m benchmarks incremental`` measured the
@@ -228,7 +229,7 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
         """The blocks of ``data`` (and, unchunked, their designs) the EM steps use."""
         self._dtype = float_dtype(self.dtype)
         self._gold = None
-        self._blocks = BlockReader(data, self.chunk_size, indptr)
+        self._blocks = self._reader = BlockReader(data, self.chunk_size, indptr)
         # One block: its design is built once and kept (the unchunked engine).
         self._designs = None
         if self.chunk_size is None:

@@ -45,6 +45,7 @@ from crowdlearn.aggregation._correctness import (
 )
 from crowdlearn.aggregation._design import class_priors, normalise_log
 from crowdlearn.aggregation._incremental import IncrementalMixin, Merge
+from crowdlearn.aggregation._incremental_em import LARGE_BATCH
 from crowdlearn.data import CrowdData
 
 
@@ -99,9 +100,10 @@ class GLAD(IncrementalMixin, IterativeAggregator):
     :meth:`partial_fit` merges the new annotations and runs EM on all of them,
     warm-started from the fitted abilities and difficulties (new workers and tasks
     start at the prior means): fewer iterations than a refit, each as costly as a
-    refit's. It converges to a fixed point near the refit's (tested: labels equal
-    on at least 99 % of the tasks of simulated crowds; ``python -m benchmarks
-    incremental`` measures it at 1M annotations). ``history_`` is the warm EM's.
+    refit's. A batch of more than 5 % of all annotations is a refit. It converges to
+    a fixed point near the refit's (tested: labels equal on at least 99 % of the
+    tasks of simulated crowds; ``python -m benchmarks incremental`` measures it at 1M
+    annotations). ``history_`` is the warm EM's.
 
     Examples
     --------
@@ -280,6 +282,9 @@ class GLAD(IncrementalMixin, IterativeAggregator):
     def _partial_update(self, merge: Merge) -> None:
         """EM on the merged annotations, warm-started from the fitted parameters."""
         data = merge.data
+        if merge.n_new > LARGE_BATCH * data.n_annotations:
+            self._fit(data)  # a large batch: a refit (see IncrementalEMMixin)
+            return
         alphas = np.full(data.n_workers, float(self.alpha_prior_mean))
         alphas[merge.worker_map] = self.alphas_
         log_betas = np.full(data.n_tasks, float(self.log_beta_prior_mean))

@@ -117,7 +117,7 @@ class OneCoinDawidSkene(IncrementalEMMixin, IterativeAggregator):
     def _prepare(self, data: CrowdData, indptr: np.ndarray | None = None) -> None:
         """The blocks of ``data`` the EM steps run over."""
         self._dtype = float_dtype(self.dtype)
-        self._blocks = BlockReader(data, self.chunk_size, indptr)
+        self._blocks = self._reader = BlockReader(data, self.chunk_size, indptr)
         if self.chunk_size is None:
             self._blocks = list(self._blocks)  # one block, gathered once
 
