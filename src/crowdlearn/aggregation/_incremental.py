@@ -390,7 +390,7 @@ class IncrementalMixin:
         return self
 
     def partial_fit(
-        self, new: CrowdData | pd.DataFrame, *, new_classes: bool = False, refresh: bool = True
+        self, new: CrowdData | pd.DataFrame, *, new_classes: bool = False, refresh: int = 1
     ) -> Any:
         """Add annotations that arrived since the last fit; returns ``self``.
 
@@ -401,12 +401,15 @@ class IncrementalMixin:
             ``label``). On an estimator not fitted yet, this is :meth:`fit`.
         new_classes : bool, default False
             Accept classes the fitted model does not know (else CrowdDataError).
-        refresh : bool, default True
-            Incremental EM (Dawid-Skene, one-coin) only: end with an E-step over all
-            tasks, so that every posterior is computed under the final parameters.
-            False updates only the tasks that received annotations (the others keep
-            the posteriors of their last update, as in Neal & Hinton's incremental
-            EM): no pass over all annotations besides the merge.
+        refresh : int, default 1
+            Incremental EM (Dawid-Skene, one-coin) only: how many passes over all
+            annotations end the update. 1: one E-step over all tasks, so that every
+            posterior is computed under the final parameters. 0 (or False): only the
+            tasks that received annotations move (the others keep the posteriors of
+            their last update, as in Neal & Hinton's incremental EM), no pass over
+            all annotations besides the merge. ``n > 1``: then ``n - 1`` full EM
+            iterations, warm-started (closer to a refit, each as costly as one of
+            its iterations).
 
         After the call every fitted attribute describes all annotations so far;
         ``crowd_`` holds them (sorted by task) and ``last_update_`` says what was
@@ -429,7 +432,9 @@ class IncrementalMixin:
             return self
         pointer = getattr(self, "_pointer", None)
         merge = merge_annotations(self.crowd_, crowd, new_classes, old_pointer=pointer)
-        self._refresh = refresh
+        if not 0 <= int(refresh) == refresh:
+            raise ValueError(f"refresh must be a non-negative integer, got {refresh!r}")
+        self._refresh = int(refresh)
         self._partial_update(merge)
         self._pointer = merge.pointer  # crowd_ is now sorted by task
         data = merge.data

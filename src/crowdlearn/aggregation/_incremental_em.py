@@ -109,11 +109,17 @@ class IncrementalEMMixin(IncrementalMixin):
             previous = objective
 
         rows = []
-        if getattr(self, "_refresh", True):
+        refresh = int(getattr(self, "_refresh", 1))
+        if refresh >= 1:
             self._prepare(data, merge.pointer)
             self.probas_ = np.empty((data.n_tasks, k), dtype=dtype)
             objective = float(self._e_step(data)) / data.n_annotations  # type: ignore[attr-defined]
             rows.append((iterations, objective))
+            for _ in range(refresh - 1):  # full EM iterations, warm-started
+                iterations += 1
+                self._m_step(data)  # type: ignore[attr-defined]
+                objective = float(self._e_step(data)) / data.n_annotations  # type: ignore[attr-defined]
+                rows.append((iterations, objective))
         else:  # only the touched tasks' posteriors move (refresh=False)
             probas[merge.touched] = local
             self.probas_ = probas
