@@ -146,7 +146,10 @@ def block_design(block: Block, n_workers: int, k: int, dtype: np.dtype) -> sp.cs
     """Sparse (block tasks, n_workers * K) design of a block: column ``w * K + l`` counts
     the annotations of worker ``w`` with label ``l`` (see
     :func:`crowdlearn.aggregation._design.worker_label_design`)."""
-    columns = block.worker.astype(np.int64) * k + block.label
+    # int32 column numbers when they fit: SciPy then keeps them as the CSR indices
+    # instead of copying them to a narrower type.
+    index_dtype = np.int32 if n_workers * k < np.iinfo(np.int32).max else np.int64
+    columns = block.worker.astype(index_dtype) * index_dtype(k) + block.label
     return sp.csr_matrix(
         (np.ones(len(columns), dtype=dtype), columns, block.indptr),
         shape=(block.n_tasks, n_workers * k),

@@ -57,7 +57,8 @@ class Merge:
         Its task pointer: the annotations of task ``t`` are rows
         ``pointer[t]:pointer[t + 1]``.
     task_map, worker_map, class_map : ndarray of int64
-        Code of each old task, worker and class in ``data``.
+        Code of each old task, worker and class in ``data`` (increasing: old ids keep
+        their order).
     touched : ndarray of int64
         Sorted codes (in ``data``) of the tasks that received new annotations.
     is_new : ndarray of bool
@@ -77,13 +78,6 @@ class Merge:
     n_new_tasks: int
     n_new_workers: int
     n_new_classes: int
-
-    @property
-    def new_task_mask(self) -> np.ndarray:
-        """Whether each task code of ``data`` is a task the old data did not have."""
-        mask = np.ones(self.data.n_tasks, dtype=bool)
-        mask[self.task_map] = False
-        return mask
 
     def note(self) -> str:
         """One line: what the merge added."""

@@ -76,17 +76,16 @@ class IncrementalEMMixin(IncrementalMixin):
             return
         start = time.perf_counter()
         dtype = self.probas_.dtype
-        old_probas = self.probas_
         k = data.n_classes
-        probas = remap_table(old_probas, merge)
+        refresh = int(getattr(self, "_refresh", 1))
+        local = touched_posteriors(self.probas_, merge)
 
         block = gather_tasks(data, merge.pointer, merge.touched)
         old_part = sub_block(block, ~merge.is_new)
         stats = self._remap_statistics(self._statistics, merge)
-        held = self._block_statistics(old_part, probas[merge.touched], data.n_workers)
+        held = self._block_statistics(old_part, local, data.n_workers)
         fixed = tuple(a - b for a, b in zip(stats, held, strict=True))
 
-        local = probas[merge.touched]
         fresh = np.flatnonzero(~old_part.annotated)
         if merge.n_new_classes:
             fresh = np.arange(block.n_tasks)
@@ -109,7 +108,6 @@ class IncrementalEMMixin(IncrementalMixin):
             previous = objective
 
         rows = []
-        refresh = int(getattr(self, "_refresh", 1))
         if refresh >= 1:
             self._prepare(data, merge.pointer)
             self.probas_ = np.empty((data.n_tasks, k), dtype=dtype)
@@ -121,6 +119,7 @@ class IncrementalEMMixin(IncrementalMixin):
                 objective = float(self._e_step(data)) / data.n_annotations  # type: ignore[attr-defined]
                 rows.append((iterations, objective))
         else:  # only the touched tasks' posteriors move (refresh=False)
+            probas = remap_table(self.probas_, merge)
             probas[merge.touched] = local
             self.probas_ = probas
             self._blocks = self._designs = None  # the held ones describe the old data
@@ -167,6 +166,17 @@ class IncrementalEMMixin(IncrementalMixin):
 
     def _prepare(self, data: CrowdData, indptr: np.ndarray | None = None) -> None:
         raise NotImplementedError
+
+
+def touched_posteriors(probas: np.ndarray, merge: Merge) -> np.ndarray:
+    """The held posteriors of the touched tasks in the merged codes (zeros for new
+    tasks and new classes), without moving the whole table."""
+    out = np.zeros((len(merge.touched), merge.data.n_classes), dtype=probas.dtype)
+    slot = np.searchsorted(merge.task_map, merge.touched)  # task_map is increasing
+    slot = np.minimum(slot, len(merge.task_map) - 1)
+    held = np.flatnonzero(merge.task_map[slot] == merge.touched)
+    out[np.ix_(held, merge.class_map)] = probas[slot[held]]
+    return out
 
 
 def remap_class_totals(totals: np.ndarray, merge: Merge) -> np.ndarray:
