@@ -16,8 +16,8 @@ the repeats (the machine is shared: the best is the least disturbed run).
 Reported per method: both times, their ratio, the share of tasks whose label equals
 the refit's, and the largest and 99th-percentile absolute difference of the class
 probabilities. ``ds``/``onecoin-ds`` run incremental EM (EM on the touched tasks, then
-one E-step over all tasks); their ``refresh=False`` rows skip that last E-step (only
-the touched tasks' posteriors move). ``glad`` is a warm-started EM over all
+one E-step over all tasks, ``refresh=1``, the default); their ``refresh=0`` rows skip
+that last E-step (only the touched tasks' posteriors move). ``glad`` is a warm-started EM over all
 annotations (1M only). ``mv`` updates vote counts; ``wawa`` refits on the merged
 annotations (exact).
 """
@@ -45,12 +45,12 @@ NEW_SHARE = 0.01
 #: (row name, estimator factory, partial_fit keywords, largest size it runs at)
 METHODS: tuple[tuple[str, Any, dict[str, Any], int], ...] = (
     ("ds", lambda: DawidSkene(progress=False), {}, 10**9),
-    ("ds refresh=False", lambda: DawidSkene(progress=False), {"refresh": False}, 10**9),
+    ("ds refresh=0", lambda: DawidSkene(progress=False), {"refresh": 0}, 10**9),
     ("onecoin-ds", lambda: OneCoinDawidSkene(progress=False), {}, 10**9),
     (
-        "onecoin-ds refresh=False",
+        "onecoin-ds refresh=0",
         lambda: OneCoinDawidSkene(progress=False),
-        {"refresh": False},
+        {"refresh": 0},
         10**9,
     ),
     ("glad", lambda: GLAD(progress=False), {}, 1_000_000),
