@@ -262,3 +262,45 @@ def test_files_that_are_not_state_files_are_refused(tmp_path):
             load_state(path)
     with pytest.raises(CrowdDataError, match="not fitted"):
         save_state(DawidSkene(), tmp_path / "x.state")
+
+
+@pytest.mark.parametrize("cls", [*EM, GLAD])
+def test_chunked_and_float32_updates_agree_with_the_default_engine(cls):
+    frame = crowd_frame(8, n_task=400)
+    batches = arrival_batches(frame, [0.03, 0.01])
+    plain = fit_in_batches(cls, batches)
+    chunked = make(cls, chunk_size=300)
+    single = make(cls, dtype="float32")
+    for batch in batches:
+        chunked.partial_fit(batch)
+        single.partial_fit(batch)
+    np.testing.assert_allclose(chunked.probas_, plain.probas_, atol=1e-8)
+    assert single.probas_.dtype == np.float32
+    np.testing.assert_allclose(single.probas_, plain.probas_, atol=1e-3)
+
+
+def test_hard_em_updates_stay_close_to_a_refit():
+    frame = crowd_frame(9)
+    batches = arrival_batches(frame, [0.02, 0.02])
+    model = make(DawidSkene, hard=True)
+    for batch in batches:
+        model.partial_fit(batch)
+    refit = make(DawidSkene, hard=True).fit(CrowdData.from_frame(frame))
+    assert set(np.unique(model.probas_)) <= {0.0, 1.0}
+    assert np.mean(model.labels_ == refit.labels_) >= 0.95  # hard EM: see DawidSkene
+
+
+def test_history_and_last_update_describe_the_updates():
+    frame = crowd_frame(10, n_task=400)
+    batches = arrival_batches(frame, [0.02, 0.01])
+    model = make(DawidSkene).partial_fit(batches[0])
+    fitted_rows = len(model.history_)
+    model.partial_fit(batches[1]).partial_fit(batches[2])
+    assert len(model.history_) == fitted_rows + 2  # one row per update (refresh=1)
+    assert model.history_["iteration"].is_monotonic_increasing
+    assert model.last_update_["n_new"] == len(batches[2])
+    later = arrival_batches(frame.assign(task=frame["task"] + 10_000), [0.01])[1]
+    model.partial_fit(later, refresh=3)
+    assert len(model.history_) == fitted_rows + 2 + 3
+    with pytest.raises(ValueError, match="refresh"):
+        model.partial_fit(batches[2], refresh=-1)

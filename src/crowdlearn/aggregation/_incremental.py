@@ -409,6 +409,8 @@ class IncrementalMixin:
         ``crowd_`` holds them (sorted by task) and ``last_update_`` says what was
         added and how long the update took.
         """
+        if not 0 <= int(refresh) == refresh:
+            raise ValueError(f"refresh must be a non-negative integer, got {refresh!r}")
         crowd = _as_crowd_data(new)
         if not isinstance(crowd, CrowdData):
             raise TypeError(f"partial_fit expects a CrowdData or a DataFrame, got {type(new)}")
@@ -426,8 +428,6 @@ class IncrementalMixin:
             return self
         pointer = getattr(self, "_pointer", None)
         merge = merge_annotations(self.crowd_, crowd, new_classes, old_pointer=pointer)
-        if not 0 <= int(refresh) == refresh:
-            raise ValueError(f"refresh must be a non-negative integer, got {refresh!r}")
         self._refresh = int(refresh)
         self._partial_update(merge)
         self._pointer = merge.pointer  # crowd_ is now sorted by task

@@ -135,7 +135,8 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
     on simulated crowds of 2,000 tasks fitted on most annotations, then given 1 to 3
     batches of 0.5 to 4 % each: labels equal to a refit's on at least 98 % of the tasks
     and class probabilities within 0.05 of the refit's on at least 85 % of them
-    (``refresh=3``, two more full EM iterations: 99 % and 95 %). Larger crowds are
+    (``refresh=3``, two more full EM iterations: 99 % and 95 %; hard EM, whose
+    fixed points are many: labels on at least 95 %). Larger crowds are
     closer: ``python -m benchmarks incremental`` measures 1 % new annotations at 1M
     and 10M (benchmarks/pages/speed-and-scale.md). ``gold`` and
     ``initial_confusions`` are not taken by ``partial_fit``; each update adds a row to
