@@ -304,3 +304,15 @@ def test_history_and_last_update_describe_the_updates():
     assert len(model.history_) == fitted_rows + 2 + 3
     with pytest.raises(ValueError, match="refresh"):
         model.partial_fit(batches[2], refresh=-1)
+
+
+@pytest.mark.parametrize("refresh", [0, 1])
+def test_new_tasks_without_annotations_get_the_prior(refresh):
+    frame = crowd_frame(11, n_task=300)
+    model = make(DawidSkene).partial_fit(frame.iloc[:1480])
+    rest = frame.iloc[1480:]
+    declared = [*np.unique(rest["task"]), 99_999]  # a task nobody has answered yet
+    new = CrowdData.from_arrays(rest["task"], rest["worker"], rest["label"], task_ids=declared)
+    model.partial_fit(new, refresh=refresh)
+    assert model.task_ids_[-1] == 99_999
+    np.testing.assert_allclose(model.probas_[-1], model.priors_)

@@ -121,6 +121,10 @@ class IncrementalEMMixin(IncrementalMixin):
         else:  # only the touched tasks' posteriors move (refresh=False)
             probas = remap_table(self.probas_, merge)
             probas[merge.touched] = local
+            unlabelled = np.ones(data.n_tasks, dtype=bool)  # new tasks without annotations
+            unlabelled[merge.task_map] = False
+            unlabelled[merge.touched] = False
+            probas[unlabelled] = self.priors_  # the posterior of a task without labels
             self.probas_ = probas
             self._blocks = self._designs = None  # the held ones describe the old data
             rows.append((iterations, np.nan))
