@@ -39,15 +39,12 @@ _ID_FIELDS = ("task_ids", "worker_ids", "classes")
 
 def incremental_methods() -> dict[str, type]:
     """The aggregators with ``partial_fit``, by class name."""
-    from crowdlearn.aggregation import (
-        GLAD,
-        DawidSkene,
-        MajorityVote,
-        NaiveSoft,
-        OneCoinDawidSkene,
-        TwoThird,
-        Wawa,
-    )
+    from crowdlearn.aggregation.dawid_skene import DawidSkene
+    from crowdlearn.aggregation.glad import GLAD
+    from crowdlearn.aggregation.majority_vote import MajorityVote, NaiveSoft
+    from crowdlearn.aggregation.one_coin import OneCoinDawidSkene
+    from crowdlearn.aggregation.two_third import TwoThird
+    from crowdlearn.aggregation.wawa import Wawa
 
     classes = (DawidSkene, OneCoinDawidSkene, GLAD, MajorityVote, NaiveSoft, Wawa, TwoThird)
     return {cls.__name__: cls for cls in classes}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +52,17 @@ def aggregate_with_state(
     duplicates: str,
     new_classes: bool,
     quiet: bool,
+    tables_of: Callable[[Any, Any], dict[str, Any]],
+    write_table: Callable[[Any, Path, str], Path],
 ) -> None:
-    """Fit or update the model kept in ``state`` with the annotations in ``data``."""
+    """Fit or update the model kept in ``state`` with the annotations in ``data``.
+
+    ``tables_of(model, crowd)`` and ``write_table(frame, stem, format)`` are the
+    ``aggregate`` command's own (passed in: this module does not import it back).
+    """
     from crowdlearn.aggregation import load_state, save_state
     from crowdlearn.aggregation._state import read_meta
     from crowdlearn.cli._output import Outputs, require_input
-    from crowdlearn.cli.aggregate import _write_table, aggregation_outputs
     from crowdlearn.cli.identify import load_crowd
 
     state_path = Path(state)
@@ -98,14 +104,14 @@ def aggregate_with_state(
         model.partial_fit(crowd)
     seconds = time.perf_counter() - start
     everything = model.crowd_
-    tables = aggregation_outputs(model, everything)
+    tables = tables_of(model, everything)
     names = ["labels", "probas"] + (["history"] if tables["history"] is not None else [])
     pending = state_path.with_name(f".{state_path.name}.{os.getpid()}.pending")
     try:
         save_state(model, pending, campaign)
         with outputs:
             for stem in names:
-                _write_table(tables[stem], out.staged / stem, output_format)
+                write_table(tables[stem], out.staged / stem, output_format)
             for stem in ("workers", "summary"):
                 with atomic_open(out.staged / f"{stem}.json") as handle:
                     json.dump(tables[stem], handle, indent=1)

@@ -337,6 +337,8 @@ def aggregate(
             duplicates,
             new_classes,
             quiet,
+            aggregation_outputs,
+            _write_table,
         )
         return
     if new_classes:
