@@ -43,6 +43,13 @@ class TwoThird(RefitMixin, BaseAggregator):
     labels_ : ndarray of shape (n_tasks,)
     consensus_ : ndarray of bool, shape (n_tasks,)
         Tasks with at least two votes of which at least two thirds agree.
+    crowd_ : CrowdData
+        The annotations fitted so far.
+
+    Notes
+    -----
+    :meth:`partial_fit` merges the new annotations with the held ones and counts the
+    votes again: the result equals a refit's.
 
     Examples
     --------
