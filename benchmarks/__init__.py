@@ -38,6 +38,7 @@ MODULES = (
     "label_sets_bench",
     "label_sets_speed",
     "identify_bench",
+    "incremental",
     "learning_defaults",
     "learning_labelme",
     "learning_music",

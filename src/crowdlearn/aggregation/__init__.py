@@ -6,6 +6,11 @@ with a trailing underscore (``probas_``, ``labels_``, ``confusions_``, ``skills_
 ``priors_``, ``history_``), ``predict_proba()`` and ``predict()`` for the fitted tasks,
 and the pandas adapters ``fit_predict(df)`` / ``fit_predict_proba(df)`` keyed by the
 user's task ids.
+
+DawidSkene, OneCoinDawidSkene, GLAD, MajorityVote, NaiveSoft, Wawa and TwoThird also
+take new annotations as they arrive (``partial_fit``), and :func:`save_state` /
+:func:`load_state` keep such a model in a file between sessions (docs/architecture.md,
+"Incremental aggregation").
 """
 
 from crowdlearn.aggregation._base import (
@@ -14,6 +19,7 @@ from crowdlearn.aggregation._base import (
     break_ties,
 )
 from crowdlearn.aggregation._registry import STRATEGIES, Strategy, make_aggregator, register
+from crowdlearn.aggregation._state import load_state, save_state
 from crowdlearn.aggregation.dawid_skene import DawidSkene
 from crowdlearn.aggregation.dswc import DSWC
 from crowdlearn.aggregation.glad import GLAD
@@ -72,7 +78,9 @@ __all__ = [
     "WeightedMajorityVote",
     "ZeroBasedSkill",
     "break_ties",
+    "load_state",
     "make_aggregator",
     "register",
+    "save_state",
     "vote_frequencies",
 ]

@@ -229,11 +229,21 @@ def break_ties(scores: np.ndarray, tie_break: TieBreak, random_state: int | None
             "tie_break='random' needs an integer random_state (results must be "
             "reproducible); pass random_state=0 or tie_break='lowest'"
         )
-    is_max = np.isclose(scores, scores.max(axis=1, keepdims=True), rtol=0, atol=1e-12)
+    best = scores.max(axis=1, keepdims=True)
+    # isclose(scores, best, rtol=0, atol=1e-12) without its temporaries: no score
+    # exceeds its row's best, so |score - best| <= 1e-12 is score >= best - 1e-12
+    # (infinities and NaN compare the same way).
+    is_max = scores >= best - 1e-12
+    labels = scores.argmax(axis=1)
+    tied = np.flatnonzero(is_max.sum(axis=1) > 1)
+    if len(tied) == 0:
+        return labels  # one maximal cell per row: the draw below would pick it
     # A random key per cell, kept only on the maximal cells: its argmax is a uniform
-    # draw among the tied classes, vectorised over all tasks.
+    # draw among the tied classes (the keys of the whole table are drawn, so that a
+    # row's draw does not depend on which other rows are tied).
     keys = np.random.default_rng(random_state).random(scores.shape)
-    return np.where(is_max, keys, -1.0).argmax(axis=1)
+    labels[tied] = np.where(is_max[tied], keys[tied], -1.0).argmax(axis=1)
+    return labels
 
 
 def float_dtype(dtype: Any) -> np.dtype:

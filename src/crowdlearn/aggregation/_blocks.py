@@ -76,14 +76,18 @@ def is_sorted(values: np.ndarray, chunk: int = 1 << 24) -> bool:
     return True
 
 
-def task_blocks(data: CrowdData, chunk_size: int | None) -> list[tuple[int, int]]:
+def task_blocks(
+    data: CrowdData, chunk_size: int | None, indptr: np.ndarray | None = None
+) -> list[tuple[int, int]]:
     """Task ranges ``(start, stop)`` covering all tasks, each with about ``chunk_size``
-    annotations (a task is never split); ``None`` gives one range."""
+    annotations (a task is never split); ``None`` gives one range. ``indptr``: the
+    task pointer when already known."""
     if chunk_size is None:
         return [(0, data.n_tasks)]
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer or None, got {chunk_size}")
-    indptr = task_pointer(data)
+    if indptr is None:
+        indptr = task_pointer(data)
     cuts = np.searchsorted(indptr, np.arange(chunk_size, data.n_annotations, chunk_size))
     bounds = np.unique(np.concatenate([[0], cuts, [data.n_tasks]]))
     return list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
@@ -106,11 +110,15 @@ class BlockReader:
     block's size).
     """
 
-    def __init__(self, data: CrowdData, chunk_size: int | None) -> None:
+    def __init__(
+        self, data: CrowdData, chunk_size: int | None, indptr: np.ndarray | None = None
+    ) -> None:
         self.data = data
-        self.ranges = task_blocks(data, chunk_size)
-        self.indptr = task_pointer(data)
-        self.sorted = is_sorted(data.task)
+        # A given ``indptr`` says that the annotations are sorted by task (partial_fit
+        # keeps them so and knows their pointer): no pass over them here.
+        self.indptr = task_pointer(data) if indptr is None else indptr
+        self.sorted = True if indptr is not None else is_sorted(data.task)
+        self.ranges = task_blocks(data, chunk_size, self.indptr)
 
     def __iter__(self) -> Iterator[Block]:
         data = self.data
@@ -138,7 +146,10 @@ def block_design(block: Block, n_workers: int, k: int, dtype: np.dtype) -> sp.cs
     """Sparse (block tasks, n_workers * K) design of a block: column ``w * K + l`` counts
     the annotations of worker ``w`` with label ``l`` (see
     :func:`crowdlearn.aggregation._design.worker_label_design`)."""
-    columns = block.worker.astype(np.int64) * k + block.label
+    # int32 column numbers when they fit: SciPy then keeps them as the CSR indices
+    # instead of copying them to a narrower type.
+    index_dtype = np.int32 if n_workers * k < np.iinfo(np.int32).max else np.int64
+    columns = block.worker.astype(index_dtype) * index_dtype(k) + block.label
     return sp.csr_matrix(
         (np.ones(len(columns), dtype=dtype), columns, block.indptr),
         shape=(block.n_tasks, n_workers * k),

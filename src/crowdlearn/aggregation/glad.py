@@ -44,10 +44,12 @@ from crowdlearn.aggregation._correctness import (
     posterior_of_given_label,
 )
 from crowdlearn.aggregation._design import class_priors, normalise_log
+from crowdlearn.aggregation._incremental import IncrementalMixin, Merge
+from crowdlearn.aggregation._incremental_em import LARGE_BATCH
 from crowdlearn.data import CrowdData
 
 
-class GLAD(IterativeAggregator):
+class GLAD(IncrementalMixin, IterativeAggregator):
     """GLAD aggregation: worker abilities ``alpha`` and task inverse difficulties ``beta``.
 
     Parameters
@@ -90,6 +92,18 @@ class GLAD(IterativeAggregator):
         difficulty.
     priors_ : ndarray (n_classes,)
     history_, n_iter_, converged_
+    crowd_ : CrowdData
+        The annotations fitted so far (kept for :meth:`partial_fit`).
+
+    Notes
+    -----
+    :meth:`partial_fit` merges the new annotations and runs EM on all of them,
+    warm-started from the fitted abilities and difficulties (new workers and tasks
+    start at the prior means): fewer iterations than a refit, each as costly as a
+    refit's. A batch of more than 5 % of all annotations is a refit. It converges to
+    a fixed point near the refit's (tested: labels equal on at least 99 % of the
+    tasks of simulated crowds; ``python -m benchmarks incremental`` measures it at 1M
+    annotations). ``history_`` is the warm EM's.
 
     Examples
     --------
@@ -103,6 +117,7 @@ class GLAD(IterativeAggregator):
     worker_attributes = ("alphas_",)
     task_attributes = ("betas_",)
     accepts_anonymous = False
+    state_attributes = ("alphas_", "_log_betas", "priors_")
 
     def __init__(
         self,
@@ -139,6 +154,9 @@ class GLAD(IterativeAggregator):
         self.alphas_ = np.full(data.n_workers, float(self.alpha_prior_mean))
         self._log_betas = np.full(data.n_tasks, float(self.log_beta_prior_mean))
         self.priors_ = np.full(data.n_classes, 1.0 / data.n_classes)
+        warm = getattr(self, "_warm", None)
+        if warm is not None:  # partial_fit: start from the previous parameters
+            self.alphas_, self._log_betas, self.priors_ = warm
         self._blocks = None if self.chunk_size is None else BlockReader(data, self.chunk_size)
         self._e_step(data)  # posteriors under the initial parameters
 
@@ -260,6 +278,25 @@ class GLAD(IterativeAggregator):
             log_likelihood += float(log_norm.sum())
         self.probas_ = probas
         return log_likelihood + self._log_parameter_prior()
+
+    def _partial_update(self, merge: Merge) -> None:
+        """EM on the merged annotations, warm-started from the fitted parameters."""
+        data = merge.data
+        if merge.n_new > LARGE_BATCH * data.n_annotations:
+            self._fit(data)  # a large batch: a refit (see IncrementalEMMixin)
+            return
+        alphas = np.full(data.n_workers, float(self.alpha_prior_mean))
+        alphas[merge.worker_map] = self.alphas_
+        log_betas = np.full(data.n_tasks, float(self.log_beta_prior_mean))
+        log_betas[merge.task_map] = self._log_betas
+        priors = np.full(data.n_classes, 1.0 / data.n_classes)
+        if self.class_prior == "learn":  # new classes get a uniform share
+            priors[merge.class_map] = self.priors_ * len(merge.class_map) / data.n_classes
+        self._warm = (alphas, log_betas, priors)
+        try:
+            self._fit(data)
+        finally:
+            self._warm = None
 
     def _log_parameter_prior(self) -> float:
         """Gaussian log-prior of the parameters (up to a constant): part of the MAP

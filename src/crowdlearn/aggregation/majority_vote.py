@@ -11,15 +11,20 @@ import numpy as np
 
 from crowdlearn.aggregation._base import BaseAggregator, TieBreak, break_ties
 from crowdlearn.aggregation._blocks import chunked_vote_counts
+from crowdlearn.aggregation._incremental import VoteCountMixin
 from crowdlearn.data import CrowdData
 
 
 def vote_frequencies(data: CrowdData, chunk_size: int | None = None) -> np.ndarray:
     """Share of each task's votes per class, shape (n_tasks, K); uniform for tasks
     without annotations. With ``chunk_size``, the votes are counted block by block."""
-    counts = _counts(data, chunk_size).astype(np.float64)
+    return _frequencies(_counts(data, chunk_size), data.n_classes)
+
+
+def _frequencies(counts: np.ndarray, n_classes: int) -> np.ndarray:
+    counts = counts.astype(np.float64)
     totals = counts.sum(axis=1, keepdims=True)
-    uniform = np.full_like(counts, 1.0 / data.n_classes)
+    uniform = np.full_like(counts, 1.0 / n_classes)
     return np.divide(counts, totals, out=uniform, where=totals > 0)
 
 
@@ -29,7 +34,7 @@ def _counts(data: CrowdData, chunk_size: int | None) -> np.ndarray:
     return chunked_vote_counts(data, chunk_size)
 
 
-class MajorityVote(BaseAggregator):
+class MajorityVote(VoteCountMixin, BaseAggregator):
     """Majority vote: the most frequent label of each task.
 
     Parameters
@@ -54,6 +59,13 @@ class MajorityVote(BaseAggregator):
         :class:`NaiveSoft` for the vote frequencies).
     vote_counts_ : ndarray of shape (n_tasks, n_classes)
         Number of votes for each class.
+    crowd_ : CrowdData
+        The annotations fitted so far.
+
+    Notes
+    -----
+    :meth:`partial_fit` adds new annotations to the held vote counts (O(new), plus
+    the copy into the merged codes): the result equals a refit on all annotations.
 
     Examples
     --------
@@ -75,13 +87,16 @@ class MajorityVote(BaseAggregator):
 
     def _fit(self, data: CrowdData) -> None:
         self.vote_counts_ = _counts(data, self.chunk_size)
+        self._from_counts(data)
+
+    def _from_counts(self, data: CrowdData) -> None:
         majority = break_ties(self.vote_counts_, self.tie_break, self.random_state)
         # One-hot rows built in place: np.eye(K)[...] would first build a K x K array.
         self.probas_ = np.zeros((len(majority), data.n_classes))
         self.probas_[np.arange(len(majority)), majority] = 1.0
 
 
-class NaiveSoft(BaseAggregator):
+class NaiveSoft(VoteCountMixin, BaseAggregator):
     """Naive soft labels: the vote frequencies of each task.
 
     Parameters
@@ -99,6 +114,14 @@ class NaiveSoft(BaseAggregator):
     probas_ : ndarray of shape (n_tasks, n_classes)
         Share of each task's votes for each class (uniform when a task has none).
     labels_ : ndarray of shape (n_tasks,)
+    vote_counts_ : ndarray of shape (n_tasks, n_classes)
+        Number of votes for each class.
+    crowd_ : CrowdData
+        The annotations fitted so far.
+
+    Notes
+    -----
+    :meth:`partial_fit` updates the vote counts, as :class:`MajorityVote` does (exact).
 
     Examples
     --------
@@ -120,4 +143,8 @@ class NaiveSoft(BaseAggregator):
         self.chunk_size = chunk_size
 
     def _fit(self, data: CrowdData) -> None:
-        self.probas_ = vote_frequencies(data, self.chunk_size)
+        self.vote_counts_ = _counts(data, self.chunk_size)
+        self._from_counts(data)
+
+    def _from_counts(self, data: CrowdData) -> None:
+        self.probas_ = _frequencies(self.vote_counts_, data.n_classes)

@@ -14,11 +14,12 @@ from __future__ import annotations
 import numpy as np
 
 from crowdlearn.aggregation._base import BaseAggregator, TieBreak
+from crowdlearn.aggregation._incremental import RefitMixin
 from crowdlearn.aggregation.majority_vote import vote_frequencies
 from crowdlearn.data import CrowdData
 
 
-class TwoThird(BaseAggregator):
+class TwoThird(RefitMixin, BaseAggregator):
     """Labels of the tasks where at least 2 votes and a two-thirds majority agree.
 
     Where there is no such consensus, peerannot answers -1; here ``consensus_`` marks
@@ -42,6 +43,13 @@ class TwoThird(BaseAggregator):
     labels_ : ndarray of shape (n_tasks,)
     consensus_ : ndarray of bool, shape (n_tasks,)
         Tasks with at least two votes of which at least two thirds agree.
+    crowd_ : CrowdData
+        The annotations fitted so far.
+
+    Notes
+    -----
+    :meth:`partial_fit` merges the new annotations with the held ones and counts the
+    votes again: the result equals a refit's.
 
     Examples
     --------
@@ -59,6 +67,8 @@ class TwoThird(BaseAggregator):
     """
 
     task_attributes = ("consensus_",)
+
+    state_attributes = ("consensus_",)
 
     def __init__(self, tie_break: TieBreak = "random", random_state: int | None = 0) -> None:
         self.tie_break = tie_break

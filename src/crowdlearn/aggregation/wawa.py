@@ -18,6 +18,7 @@ import numpy as np
 
 from crowdlearn.aggregation._base import BaseAggregator, TieBreak
 from crowdlearn.aggregation._blocks import BlockReader, chunked_vote_counts
+from crowdlearn.aggregation._incremental import RefitMixin
 from crowdlearn.aggregation.weighted_vote import (
     majority_labels,
     vote_shares,
@@ -27,7 +28,7 @@ from crowdlearn.aggregation.weighted_vote import (
 from crowdlearn.data import CrowdData
 
 
-class Wawa(BaseAggregator):
+class Wawa(RefitMixin, BaseAggregator):
     """Majority vote weighted by each worker's agreement with the plain majority vote.
 
     Parameters
@@ -52,6 +53,15 @@ class Wawa(BaseAggregator):
     skills_ : ndarray of shape (n_workers,)
         Share of each worker's annotations that agree with the majority vote (0 for
         workers without annotations).
+    crowd_ : CrowdData
+        The annotations fitted so far.
+
+    Notes
+    -----
+    :meth:`partial_fit` merges the new annotations with the held ones and runs the
+    three vote passes again (a new label can change a majority, hence the skill of
+    every worker of that task, hence the weighted vote of all their tasks): the result
+    equals a refit's up to floating-point rounding.
 
     Examples
     --------
@@ -70,6 +80,7 @@ class Wawa(BaseAggregator):
 
     worker_attributes = ("skills_",)
     accepts_anonymous = False
+    state_attributes = ("skills_",)
 
     def __init__(
         self,

@@ -237,6 +237,21 @@ def aggregation_outputs(model: Any, data: CrowdData) -> dict[str, Any]:
     help="In-memory engine, or Dask (DATA: a Parquet file or directory; strategies "
     "ds, onecoin-ds, mv, naivesoft, glad).",
 )
+@click.option(
+    "--state",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Aggregate annotations as they arrive: DATA holds only the annotations since "
+    "the last call; FILE (created by the first call, then updated in place, only when "
+    "everything succeeded) keeps the model and every earlier annotation, and the outputs "
+    "describe all of them. Classes only; strategies ds, fast-ds, onecoin-ds, glad, mv, "
+    "naivesoft, wawa, twothird (default: the state's).",
+)
+@click.option(
+    "--new-classes",
+    is_flag=True,
+    help="With --state: accept classes that the state does not know yet.",
+)
 @click.option("--scheduler", metavar="ADDRESS", help="Dask scheduler to connect to.")
 @click.option(
     "--local-workers",
@@ -268,6 +283,8 @@ def aggregate(
     overwrite: bool,
     list_: bool,
     engine: str,
+    state: str | None,
+    new_classes: bool,
     scheduler: str | None,
     local_workers: int,
     worker_memory: str,
@@ -284,6 +301,14 @@ def aggregate(
     scores (item, score; most preferred first). Masks (--kind mask, DATA a folder
     DATA/TASK/WORKER.npy or .png): labels (task, agreement = mean IoU of the workers'
     masks with the result) and masks/TASK.npy (or .png), one aggregated mask per task.
+
+    As annotations arrive (classes): crowdlearn aggregate NEW.csv --state FILE -o OUT.
+    The first call creates FILE; each later call adds NEW.csv (only the annotations
+    since the last call) to the model in FILE without a refit from scratch
+    (partial_fit), writes the outputs for all annotations so far and updates FILE.
+    A state of another method or dataset, a class the state does not know (without
+    --new-classes) or a (task, worker) pair it already holds: an error, nothing
+    written.
     """
     import crowdlearn.cli._kinds as _kinds
     from crowdlearn.aggregation import make_aggregator
@@ -297,6 +322,27 @@ def aggregate(
     if kind is None:
         kind = _kinds.detected_kind(data, engine)
     _kinds.check_kind_options(kind, sep, order, tie)
+    if state is not None:
+        _check_state_options(kind, engine, gold, write_back)
+        from crowdlearn.cli._state import aggregate_with_state
+
+        aggregate_with_state(
+            data,
+            state,
+            strategy,
+            _parse_params(params),
+            output,
+            output_format,
+            overwrite,
+            duplicates,
+            new_classes,
+            quiet,
+            aggregation_outputs,
+            _write_table,
+        )
+        return
+    if new_classes:
+        raise CrowdDataError("--new-classes goes with --state")
     if strategy is None and kind == "comparison" and engine == "dask":
         strategy = "bt"  # the one comparison strategy of the Dask engine
         note("crowdlearn: note: strategy bt (the Dask engine's for pairwise comparisons)")
@@ -380,6 +426,24 @@ def aggregate(
         )
     written = [f"{name}.{output_format}" for name in names] + ["workers.json", "summary.json"]
     click.echo(f"{strategy}: {crowd} -> {output}: {', '.join(written + back)}")
+
+
+def _check_state_options(
+    kind: str, engine: str, gold: str | None, write_back: tuple[str, ...]
+) -> None:
+    """--state aggregates classes in memory, without gold or write-back."""
+    import crowdlearn.cli._kinds as _kinds
+
+    if kind != "class":
+        raise CrowdDataError(f"--state aggregates classes, not {_kinds.NOUNS[kind]}")
+    unsupported = (
+        (engine == "dask", "--engine dask"),
+        (gold, "--gold"),
+        (write_back, "--write-back"),
+    )
+    for given, option in unsupported:
+        if given:
+            raise CrowdDataError(f"{option} is not supported with --state")
 
 
 def _list_strategies(kind: str | None) -> None:
