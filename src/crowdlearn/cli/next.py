@@ -81,7 +81,13 @@ def learner_predictions(crowd: CrowdData, probas: np.ndarray, features: str, see
 
 @cli.command("next")
 @reading_options
-@click.argument("data", type=click.Path())
+@click.argument("data", type=click.Path(), required=False)
+@click.option(
+    "--state",
+    type=click.Path(dir_okay=False),
+    help="Rank from the model in a state file of `crowdlearn aggregate --state` (all the "
+    "labels so far, no refit) instead of DATA.",
+)
 @click.option(
     "--budget",
     type=number("--budget"),
@@ -99,10 +105,9 @@ def learner_predictions(crowd: CrowdData, probas: np.ndarray, features: str, see
 @click.option(
     "-s",
     "--strategy",
-    default="ds",
-    show_default=True,
-    help="The crowd model behind the values: ds, onecoin-ds, glad, or any strategy with "
-    "probabilities (see `crowdlearn aggregate --list`).",
+    help="The crowd model behind the values: ds (the default), onecoin-ds, glad, or any "
+    "strategy with probabilities (see `crowdlearn aggregate --list`); with --state, the "
+    "state's.",
 )
 @click.option(
     "--score",
@@ -146,10 +151,11 @@ def learner_predictions(crowd: CrowdData, probas: np.ndarray, features: str, see
 @duplicates_option
 @click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
 def next_command(
-    data: str,
+    data: str | None,
+    state: str | None,
     budget: int,
     output: str,
-    strategy: str,
+    strategy: str | None,
     score: str,
     target_confidence: float | None,
     min_labels: int,
@@ -166,17 +172,25 @@ def next_command(
     current label and confidence, the score and how many labels it has. A task is done
     once its confidence reaches --target-confidence. Ask the crowd for one label on each
     row, add the answers to DATA (a folder or glob of batches is read as one dataset)
-    and run again. The same as crowdlearn.campaign.next_labels in Python.
+    and run again; or keep a state file with `crowdlearn aggregate NEW --state FILE` and
+    rank from it with --state FILE. The same as crowdlearn.campaign.next_labels in
+    Python.
     """
     from crowdlearn.campaign import fitted_model, rank_tasks
     from crowdlearn.cli.identify import load_crowd
     from crowdlearn.identify import worker_decisions
 
     _check_table_path(output, "-o")
-    outputs = Outputs(overwrite, reads=[*input_paths(data), features])
+    if (data is None) == (state is None):
+        raise click.UsageError("give DATA (the labels so far) or --state FILE, not both")
+    reads = [state] if state is not None else input_paths(str(data))
+    outputs = Outputs(overwrite, reads=[*reads, features])
     target = outputs.file(output)
-    crowd = load_crowd(data, duplicates=duplicates)
-    model = fitted_model(crowd, strategy, seed)
+    if state is not None:
+        crowd, model = _from_state(state, strategy)
+    else:
+        crowd = load_crowd(str(data), duplicates=duplicates)
+        model = fitted_model(crowd, strategy or "ds", seed)
     learner = None
     if features is not None:
         learner = learner_predictions(crowd, np.asarray(model.probas_), features, seed)
@@ -208,6 +222,21 @@ def next_command(
         f"next: {len(chosen)} task(s) of {crowd.n_tasks} ({n_open} open{done_text}){stop_text} "
         f"-> {output}"
     )
+
+
+def _from_state(state: str, strategy: str | None) -> tuple[CrowdData, Any]:
+    """The labels and the fitted model of a state file; ``-s`` must name its method."""
+    from crowdlearn.aggregation import load_state, make_aggregator
+    from crowdlearn.cli._output import require_input
+
+    require_input(state, "--state")
+    model = load_state(state)
+    if strategy is not None and type(make_aggregator(strategy)) is not type(model):
+        raise CrowdDataError(
+            f"--state {state} holds a {type(model).__name__} model, not {strategy!r}; leave "
+            "-s out to use it"
+        )
+    return model.crowd_, model
 
 
 def _read_long(path: str) -> pd.DataFrame:
