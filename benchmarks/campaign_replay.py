@@ -34,11 +34,13 @@ import json
 import math
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "policy-accuracy": {"score": "accuracy"},
     "policy-onecoin": {"strategy": "onecoin-ds"},
     "policy-growing-batch": {"growth": 0.10},
+    "policy-explore": {"explore": 0.2},
 }
 #: cleanlab's replays are slow (about 0.1-1 s a round): only the first orders run it.
 CLEANLAB_ORDERS = 3
@@ -72,6 +75,8 @@ QUICK_GROWTH = 0.0
 #: Extra table: the share of labels needed to come within this of uniform's accuracy.
 TOLERANCE = 0.005
 SAVING_GOAL = 0.30
+#: The control replays the policy up to this share of the labels.
+CONTROL_SHARE = 0.70
 GAP_GOAL_POINTS = 1.0
 #: Environment variable naming cleanlab's interpreter (else ``.cleanlab-env/bin/python``).
 CLEANLAB_ENV = "CROWDLEARN_CLEANLAB_PYTHON"
@@ -130,15 +135,31 @@ def accuracy_of(model: Any, data: CrowdData) -> float:
 Chooser = Callable[[Any, CrowdData, np.ndarray, int, int], np.ndarray]
 
 
-def policy_chooser(seed: int, score: str = "entropy", strategy: str | None = None, **options):
-    """crowdlearn's ranking; the ranked tasks with no annotation left are passed."""
+def policy_chooser(
+    seed: int,
+    score: str = "entropy",
+    strategy: str | None = None,
+    explore: float = 0.0,
+    growth: float | None = None,
+    **options: Any,
+) -> Chooser:
+    """crowdlearn's ranking; the ranked tasks with no annotation left are passed.
+    ``strategy`` ranks with another model than the Dawid-Skene fit; ``explore`` spends
+    that share of each batch on open tasks drawn at random (``growth`` is the
+    replay's, not the ranking's)."""
     from crowdlearn.campaign import rank_tasks
+
+    rng = np.random.default_rng([seed, 13])
 
     def choose(model, sub, open_tasks, batch, round_):
         ranking_model = model if strategy is None else fit_ds(sub, seed, strategy)
         table = rank_tasks(sub, ranking_model, score=score, random_state=seed, **options)
         ranked = table["task"].to_numpy(dtype=np.int64)  # codes: sub has no ids
-        return ranked[open_tasks[ranked]][:batch]
+        ranked = ranked[open_tasks[ranked]]
+        drawn = round(explore * batch)
+        best = ranked[: batch - drawn]
+        rest = ranked[batch - drawn :]
+        return np.r_[best, rng.choice(rest, size=min(drawn, len(rest)), replace=False)]
 
     return choose
 
@@ -224,6 +245,7 @@ class Curve:
     accuracy: list[float] = field(default_factory=list)
     batch: list[int] = field(default_factory=list)
     seconds: float = 0.0
+    state: Any = None
 
 
 def replay(
@@ -233,8 +255,11 @@ def replay(
     min_share: float = MIN_BATCH_SHARE,
     growth: float = GROWTH,
     check: bool = True,
+    stop_at: int | None = None,
 ) -> Curve:
-    """Replay one arm on one order of the annotations until all are revealed."""
+    """Replay one arm on one order of the annotations until all are revealed (or, with
+    ``stop_at``, until at least that many labels are; ``curve.state`` then holds the
+    last revealed data and its model)."""
     start = time.perf_counter()
     positions = annotation_positions(data, seed)
     sizes = np.bincount(data.task, minlength=data.n_tasks)
@@ -247,6 +272,9 @@ def replay(
         curve.labels.append(int(revealed.sum()))
         curve.accuracy.append(accuracy_of(model, sub))
         open_tasks = revealed < sizes
+        if stop_at is not None and revealed.sum() >= stop_at:
+            curve.state = (sub, model)
+            break
         if not open_tasks.any():
             break
         batch = batch_size(data.n_tasks, int(revealed.sum()), min_share, growth)
@@ -373,7 +401,7 @@ def arm_choosers(arms: tuple[str, ...], seed: int, client: CleanlabClient | None
     for arm in arms:
         if arm == "uniform":
             choosers[arm] = uniform_chooser
-        elif arm == "policy" or arm == "policy-growing-batch":
+        elif arm == "policy":
             choosers[arm] = policy_chooser(seed)
         elif arm == "random":
             choosers[arm] = random_chooser(seed)
@@ -427,6 +455,10 @@ def run_arms(
     return rows
 
 
+def report_done(text: str, _: Any) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
 def run_all(
     loaded: dict[str, CrowdData],
     seeds: int,
@@ -436,22 +468,60 @@ def run_all(
     cleanlab: str | None,
     cleanlab_orders: int,
 ) -> list[dict[str, Any]]:
-    """Every (dataset, order) in a pool of two threads: cleanlab's replays (their
-    children do the work) beside crowdlearn's arms."""
+    """Every (dataset, order) in a pool of two processes, cleanlab's replays (the
+    slowest) first."""
     ours = tuple(arm for arm in arms if arm != "cleanlab")
     jobs = []
     if cleanlab and "cleanlab" in arms:
-        jobs += [(name, seed, ("cleanlab",)) for name in loaded for seed in range(cleanlab_orders)]
+        # the most expensive first (ActiveLab's cost grows with annotators and rounds)
+        costly = sorted(loaded, key=lambda n: -loaded[n].n_annotations * loaded[n].n_workers)
+        jobs += [(name, seed, ("cleanlab",)) for name in costly for seed in range(cleanlab_orders)]
     jobs += [(name, seed, ours) for name in loaded for seed in range(seeds)]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = [
-            pool.submit(run_arms, name, loaded[name], seed, group, min_share, growth, cleanlab)
-            for name, seed, group in jobs
-        ]
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        futures = []
+        for name, seed, group in jobs:
+            future = pool.submit(
+                run_arms, name, loaded[name], seed, group, min_share, growth, cleanlab
+            )
+            text = f"{NAME}: {name} order {seed} {'/'.join(group)} done"
+            future.add_done_callback(partial(report_done, text))
+            futures.append(future)
         rows = [row for future in futures for row in future.result()]
     order = {name: i for i, name in enumerate(loaded)}
     rows.sort(key=lambda row: (order[row["dataset"]], row["order"]))
     return rows
+
+
+def missed_tasks(data: CrowdData, seed: int, share: float, min_share: float) -> dict:
+    """Control: replay the policy on order ``seed`` up to ``share`` of the labels and
+    compare its Dawid-Skene labels with those of all the labels: the tasks it gets
+    wrong that all the labels get right, and how sure it is of them."""
+    everything = fit_ds(data, seed)
+    full_right = everything.probas_.argmax(axis=1) == data.truth
+    curve = replay(
+        data, seed, policy_chooser(seed), min_share, 0.0, stop_at=share * data.n_annotations
+    )
+    sub, model = curve.state
+    probas = np.asarray(model.probas_)
+    right = probas.argmax(axis=1) == data.truth
+    missed = np.flatnonzero(full_right & ~right)
+    counts = np.bincount(sub.task, minlength=data.n_tasks)
+    agreeing = np.bincount(
+        sub.task, weights=sub.label == probas.argmax(axis=1)[sub.task], minlength=data.n_tasks
+    )
+    unanimous = agreeing[missed] == counts[missed]
+    return {
+        "dataset": "",
+        "labels revealed": f"{curve.labels[-1]} ({curve.labels[-1] / data.n_annotations:.0%})",
+        "accuracy now / all labels": f"{right.mean():.4f} / {full_right.mean():.4f}",
+        "missed (wrong now, right with all)": len(missed),
+        "gained (right now, wrong with all)": int((right & ~full_right).sum()),
+        "missed with unanimous labels": int(unanimous.sum()),
+        "missed: mean labels revealed": f"{counts[missed].mean():.1f}" if len(missed) else "-",
+        "missed: mean confidence": f"{probas[missed].max(axis=1).mean():.3f}"
+        if len(missed)
+        else "-",
+    }
 
 
 def figure_of(summary: DatasetSummary, cleanlab: DatasetSummary | None, orders: int) -> Any:
@@ -569,6 +639,16 @@ def bench_campaign_replay(out: Path, quick: bool, seeds: int) -> BenchResult:
             ]
         ),
     }
+    control = pd.DataFrame(
+        [
+            {**missed_tasks(data, 0, CONTROL_SHARE, min_share), "dataset": name}
+            for name, data in loaded.items()
+        ]
+    )
+    extra[
+        f"Control: the policy at {CONTROL_SHARE:.0%} of the labels against all the labels "
+        "(order 0)"
+    ] = control
     figures = {s.name: figure_of(s, side.get(s.name), cleanlab_orders) for s in summaries}
     notes = run_notes(raw, seeds, min_share, growth, variants, version, missing, wall)
     notes.append(f"data root: {root} ($CROWDLEARN_DATA)")
@@ -607,11 +687,11 @@ def run_notes(
         f"{seeds} random orders of each task's annotations (order s shuffles with seed s); "
         "every arm replays the same orders",
         "every task starts with its first annotation; a round buys one label (the task's "
-        f"next annotation) for each chosen task, as many tasks as {batch_rule} (batch: {batches}), or "
-        "for every task with an annotation left when fewer remain; the policy, random and "
-        "cleanlab arms buy the same numbers; uniform buys one label for every task with "
-        "an annotation left (overlap k = round + 1); the replay stops when every "
-        "annotation is revealed (policy rounds: "
+        f"next annotation) for each chosen task, as many tasks as {batch_rule} (batch: "
+        f"{batches}), or for every task with an annotation left when fewer remain; the "
+        "policy, random and cleanlab arms buy the same numbers; uniform buys one label "
+        "for every task with an annotation left (overlap k = round + 1); the replay "
+        "stops when every annotation is revealed (policy rounds: "
         + ", ".join(f"{name} {int(v.mean())}" for name, v in rounds)
         + ")",
         "accuracy: Dawid-Skene (`ds`, its defaults, random_state = order) fitted on the "
@@ -644,7 +724,7 @@ def run_notes(
         *[f"variant {arm}: {VARIANTS[arm]}" for arm in variants],
         "mean seconds per replay of one order (all datasets): "
         + ", ".join(f"{arm} {seconds:.1f}" for arm, seconds in timing.items())
-        + f"; the whole run {wall / 60:.0f} min, two threads",
+        + f"; the whole run {wall / 60:.0f} min, two processes",
     ]
 
 
