@@ -27,6 +27,7 @@ MODULES = (
     "aggregation_defaults",
     "aggregation_speed",
     "boxes",
+    "campaign_replay",
     "cmm_scaling",
     "comparisons_bench",
     "confusion_recovery",
