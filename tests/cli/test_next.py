@@ -185,3 +185,35 @@ def test_three_rounds_of_a_campaign(pool, tmp_path):
         assert result.exit_code == 0, result.output
         sizes.append(len(read(f"{labels}/*.csv").to_frame()))
     assert sizes == [100, 120, 140]
+
+
+def test_next_ranks_from_a_state_file_as_from_the_data(pool, tmp_path):
+    state = tmp_path / "run.state"
+    result = run("aggregate", pool, "--state", state, "-o", tmp_path / "agg")
+    assert result.exit_code == 0, result.output
+    result = run("next", "--state", state, "--budget", 9, "-o", tmp_path / "from-state.csv")
+    assert result.exit_code == 0, result.output
+    result = run("next", pool, "--budget", 9, "-o", tmp_path / "from-data.csv")
+    assert result.exit_code == 0, result.output
+    from_state = pd.read_csv(tmp_path / "from-state.csv")
+    from_data = pd.read_csv(tmp_path / "from-data.csv")
+    assert from_state["task"].tolist() == from_data["task"].tolist()
+    np.testing.assert_allclose(from_state["score"], from_data["score"], rtol=1e-9)
+
+
+def test_next_state_refusals_write_nothing(pool, tmp_path):
+    state = tmp_path / "run.state"
+    assert run("aggregate", pool, "--state", state, "-o", tmp_path / "agg").exit_code == 0
+    out = tmp_path / "next.csv"
+    cases = [
+        (["--state", state, "-s", "glad"], "holds a DawidSkene model"),
+        ([pool, "--state", state], "not both"),
+        ([], "not both"),
+        (["--state", tmp_path / "missing.state"], "no such file"),
+        (["--state", pool], "state"),
+    ]
+    for args, message in cases:
+        result = run("next", *args, "--budget", 3, "-o", out)
+        assert result.exit_code == 2, (args, result.output)
+        assert message in result.output, (args, result.output)
+        assert not out.exists()
