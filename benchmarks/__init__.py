@@ -28,6 +28,7 @@ MODULES = (
     "aggregation_speed",
     "boxes",
     "campaign_replay",
+    "campaign_control",
     "cmm_scaling",
     "comparisons_bench",
     "confusion_recovery",
