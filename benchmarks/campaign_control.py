@@ -126,12 +126,14 @@ def bench_campaign_control(out: Path, quick: bool, seeds: int) -> BenchResult:
             * wide[("all labels' workers", "uniform")].to_numpy(),
         }
     )
-    table = table.round(2)
-    reached = table["policy, all labels' workers"] >= table["all labels"]
-    own = table["policy, own fit"] >= table["all labels"]
+    reached = table["policy, all labels' workers"] >= table["all labels"] - 1e-9
+    own = table["policy, own fit"] >= table["all labels"] - 1e-9
+    within = table["policy, all labels' workers"] >= table["all labels"] - 0.1
+    for column in table.columns[2:]:
+        table[column] = table[column].map(lambda v: f"{v:.2f}")
     summary = (
         f"At {SHARE:.0%} of the labels the policy's own fit reaches the all-labels accuracy "
         f"on {int(own.sum())} of {len(table)} datasets; under the all-labels worker "
-        f"estimates, on {int(reached.sum())}."
+        f"estimates, on {int(reached.sum())}, and within 0.1 point on {int(within.sum())}."
     )
     return BenchResult(raw=raw, table=table, notes=notes, summary=summary)
