@@ -430,5 +430,4 @@ def describe_model(path: str, meta: dict[str, Any]) -> str:
         )
         if training.get("source"):
             lines.append(("source", str(training["source"])))
-        lines.append(("trained", str(training.get("date"))))
     return "\n".join(f"{name:9s} {value}" for name, value in lines)

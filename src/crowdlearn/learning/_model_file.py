@@ -12,9 +12,8 @@ Every saved learner carries a ``meta`` dict of plain Python values:
   ``featurizer``: the featuriser's kind (``tfidf``, ``sentence-transformer``,
   ``image``) or None;
 * ``training``: the training data's summary (``n_tasks``, ``n_workers``,
-  ``n_annotations``, ``n_classes``, ``date``, and ``source`` where the command line
-  knows the file), set by ``fit``. The date (UTC, to the second) is the one field that
-  differs between two runs of the same fit; ``SOURCE_DATE_EPOCH`` fixes it.
+  ``n_annotations``, ``n_classes``, and ``source`` where the command line knows the
+  file), set by ``fit``. No date: two runs of the same fit write the same bytes.
 
 Version policy: a file is read only when its ``format`` is this version's
 :data:`MODEL_FORMAT`. A file without ``meta`` was written by a crowdlearn before model
@@ -27,7 +26,6 @@ This module imports no learner: the learner base imports it.
 
 from __future__ import annotations
 
-import datetime
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -66,17 +64,7 @@ def training_summary(data: CrowdData, source: str | None = None) -> dict[str, An
         "n_annotations": int(data.n_annotations),
         "n_classes": int(data.n_classes),
         "source": source,
-        "date": _now().isoformat(timespec="seconds"),
     }
-
-
-def _now() -> datetime.datetime:
-    """The fit's date (UTC): now, or ``SOURCE_DATE_EPOCH`` (seconds since 1970) when set,
-    the reproducible-builds convention, so that two runs can write the same bytes."""
-    fixed = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
-    if fixed.isdigit():
-        return datetime.datetime.fromtimestamp(int(fixed), datetime.timezone.utc)
-    return datetime.datetime.now(datetime.timezone.utc)
 
 
 def plain(values: Any) -> list[Any]:
