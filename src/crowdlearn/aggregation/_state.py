@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from crowdlearn._atomic import atomic_open
+from crowdlearn._json import jsonable as _jsonable
 from crowdlearn.data import CrowdData, CrowdDataError
 
 FORMAT = "crowdlearn-state"
@@ -245,11 +246,3 @@ def _storable_ids(ids: np.ndarray, field: str) -> np.ndarray:
 
 def _restored_ids(ids: np.ndarray, kind: str) -> np.ndarray:
     return ids.astype(object) if kind == "O" else ids
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value

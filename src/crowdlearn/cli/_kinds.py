@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from crowdlearn._json import jsonable as _jsonable
 from crowdlearn._lazy import lazy_module
 from crowdlearn.cli._app import note
 from crowdlearn.cli._output import require_input
@@ -77,14 +78,6 @@ def make(kind: str, spec: str, params: dict[str, str]) -> Any:
             f"{', '.join(sorted(registry))}"
         )
     return package(kind).make_aggregator(spec, **params)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 def _workers(model: Any, data: Any) -> dict[str, dict[str, Any]]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from crowdlearn._atomic import atomic_open, atomic_path
+from crowdlearn._json import jsonable as _jsonable
 from crowdlearn._lazy import lazy_module
 from crowdlearn.cli._app import cli, note, without_timings
 from crowdlearn.cli._kinds import kind_options
@@ -112,14 +113,6 @@ def _write_table(frame: pd.DataFrame, path: Path, output_format: str) -> Path:
         with atomic_path(target) as tmp:
             frame.to_parquet(tmp, index=False)
     return target
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 def _worker_document(model: Any, crowd: Any) -> dict[str, dict[str, Any]]:
