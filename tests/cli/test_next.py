@@ -217,3 +217,12 @@ def test_next_state_refusals_write_nothing(pool, tmp_path):
         assert result.exit_code == 2, (args, result.output)
         assert message in result.output, (args, result.output)
         assert not out.exists()
+
+
+def test_next_refuses_other_answer_kinds_in_one_line(tmp_path):
+    path = tmp_path / "pairs.csv"
+    path.write_text("worker,left,right,label\nw1,a,b,a\nw2,b,c,b\n")
+    result = run("next", path, "--budget", 2, "-o", tmp_path / "next.csv")
+    assert result.exit_code == 2
+    assert "one class" in result.output and "comparisons" in result.output
+    assert not (tmp_path / "next.csv").exists()

@@ -189,6 +189,14 @@ def next_command(
     if state is not None:
         crowd, model = _from_state(state, strategy)
     else:
+        import crowdlearn.cli._kinds as _kinds
+
+        kind = _kinds.detected_kind(str(data), "memory")
+        if kind != "class":
+            raise CrowdDataError(
+                f"crowdlearn next ranks tasks answered with one class; {data} holds "
+                f"{_kinds.NOUNS[kind]}"
+            )
         crowd = load_crowd(str(data), duplicates=duplicates)
         model = fitted_model(crowd, strategy or "ds", seed)
     learner = None
