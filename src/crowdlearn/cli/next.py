@@ -61,7 +61,6 @@ def learner_predictions(crowd: CrowdData, probas: np.ndarray, features: str, see
     annotated = np.bincount(crowd.task, minlength=crowd.n_tasks) > 0
     present = np.unique(labels[annotated])
     out = np.full(probas.shape, 1.0 / probas.shape[1])
-    folds = min(5, int(np.bincount(labels[annotated]).max(initial=0)))
     counts = np.bincount(labels[annotated], minlength=probas.shape[1])[present]
     if len(present) < 2 or counts.min() < 2:
         note("crowdlearn: note: --features: too few tasks per class to train a classifier yet")
