@@ -136,3 +136,12 @@ def test_renaming_tasks_and_workers_does_not_change_the_ranking(seed):
     b = b.set_index("task").loc[a.index]
     np.testing.assert_allclose(b["score"], a["score"], atol=1e-8)
     np.testing.assert_allclose(b["confidence"], a["confidence"], atol=1e-8)
+
+
+def test_route_first_routes_only_the_top_open_tasks(crowd):
+    full = rank_tasks(crowd, route=2)
+    top = rank_tasks(crowd, route=2, route_first=5)
+    assert top["workers"].head(5).tolist() == full["workers"].head(5).tolist()
+    assert (top["workers"].iloc[5:] == "").all()
+    chosen = next_labels(crowd, 5, route=2)
+    assert chosen["workers"].tolist() == full["workers"].head(5).tolist()

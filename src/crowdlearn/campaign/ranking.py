@@ -132,6 +132,7 @@ def rank_tasks(
     learner_probas: np.ndarray | None = None,
     route: int = 0,
     stopped_workers: Any = (),
+    route_first: int | None = None,
     random_state: int = 0,
 ) -> pd.DataFrame:
     """Every task with the value of one more label, most valuable open task first.
@@ -163,6 +164,9 @@ def rank_tasks(
         on it, leaving out the workers who already answered it and ``stopped_workers``.
     stopped_workers : iterable of worker ids
         Workers never suggested (e.g. those ``crowdlearn identify`` says to stop).
+    route_first : int, optional
+        Route only the first this many open tasks (the others get no suggestion):
+        routing costs a (tasks x workers) table, and a round asks for few tasks.
     random_state : int, default 0
         Seed of the model and of the order among equal scores.
 
@@ -217,7 +221,7 @@ def rank_tasks(
         }
     )
     if route:
-        open_tasks = order[~done[order]]
+        open_tasks = order[~done[order]][:route_first]
         table["workers"] = ""
         table.loc[: len(open_tasks) - 1, "workers"] = route_workers(
             model, data, open_tasks, route, stopped_workers
@@ -271,5 +275,6 @@ def next_labels(
     """
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
         raise CrowdDataError(f"budget must be a positive number of labels, got {budget!r}")
+    options.setdefault("route_first", int(budget))
     table = rank_tasks(data, strategy, **options)
     return table[~table["done"]].head(int(budget)).reset_index(drop=True)

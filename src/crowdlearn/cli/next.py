@@ -214,6 +214,7 @@ def next_command(
         learner_probas=learner,
         route=route,
         stopped_workers=stopped,
+        route_first=None if all_tasks else budget,
         random_state=seed,
     )
     n_done = int(table["done"].sum())
