@@ -197,9 +197,10 @@ def rank_tasks(
         learner_probas = np.asarray(learner_probas, dtype=np.float64)
         weights = learner_weights(probas, learner_probas, data)
         probas = mix_learner(probas, learner_probas, n_labels, *weights)
-    values = next_label_value(probas, next_worker_confusion(model, data), score)
+    confusion = next_worker_confusion(model, data)
+    values = next_label_value(probas, confusion, score)
     if score == "accuracy":  # zero on many tasks: the entropy score orders those
-        secondary = next_label_value(probas, next_worker_confusion(model, data), "entropy")
+        secondary = next_label_value(probas, confusion, "entropy")
     else:
         secondary = np.zeros(data.n_tasks)
     confidence = probas.max(axis=1)

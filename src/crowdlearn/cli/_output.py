@@ -39,6 +39,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 #: The flag every writing command offers to replace an existing target.
 OVERWRITE_FLAG = "--overwrite"
@@ -464,3 +465,17 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def write_table(frame: Any, path: Path, output_format: str | None = None) -> None:
+    """A DataFrame to ``path`` as CSV or Parquet (``output_format``, else by the ending),
+    atomically."""
+    from crowdlearn._atomic import atomic_open, atomic_path
+
+    fmt = output_format or ("parquet" if Path(path).suffix.lower() == ".parquet" else "csv")
+    if fmt == "csv":
+        with atomic_open(path) as handle:
+            frame.to_csv(handle, index=False)
+    else:
+        with atomic_path(path) as tmp:
+            frame.to_parquet(tmp, index=False)

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from crowdlearn._atomic import atomic_open, atomic_path
+from crowdlearn._atomic import atomic_open
 from crowdlearn._json import jsonable as _jsonable
 from crowdlearn._lazy import lazy_module
 from crowdlearn.cli._app import cli, note, without_timings
 from crowdlearn.cli._kinds import kind_options
 from crowdlearn.cli._numbers import number
-from crowdlearn.cli._output import Outputs, require_input
+from crowdlearn.cli._output import Outputs, require_input, write_table
 from crowdlearn.cli._reading import input_paths, reading_options
 from crowdlearn.data import CrowdDataError
 
@@ -106,12 +106,7 @@ def _export_gold(data: str) -> pd.Series | None:
 
 def _write_table(frame: pd.DataFrame, path: Path, output_format: str) -> Path:
     target = path.with_suffix(f".{output_format}")
-    if output_format == "csv":
-        with atomic_open(target) as handle:
-            frame.to_csv(handle, index=False)
-    else:
-        with atomic_path(target) as tmp:
-            frame.to_parquet(tmp, index=False)
+    write_table(frame, target, output_format)
     return target
 
 

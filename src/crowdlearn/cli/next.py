@@ -8,11 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from crowdlearn._atomic import atomic_open
 from crowdlearn._lazy import lazy_module
 from crowdlearn.cli._app import cli, note
 from crowdlearn.cli._numbers import number
-from crowdlearn.cli._output import Outputs
+from crowdlearn.cli._output import Outputs, write_table
 from crowdlearn.cli._reading import duplicates_option, input_paths, reading_options
 from crowdlearn.data import CrowdDataError
 
@@ -25,15 +24,6 @@ else:
     # imported on first use: `crowdlearn --help` must not load them
     np = lazy_module("numpy")
     pd = lazy_module("pandas")
-
-
-def _write_frame(frame: pd.DataFrame, path: Path) -> None:
-    """``frame`` to ``path``, CSV or Parquet by its ending."""
-    if path.suffix.lower() == ".parquet":
-        frame.to_parquet(path, index=False)
-        return
-    with atomic_open(path) as handle:
-        frame.to_csv(handle, index=False)
 
 
 def _check_table_path(path: str, option: str) -> None:
@@ -221,7 +211,7 @@ def next_command(
     n_open = len(table) - n_done
     chosen = table if all_tasks else table[~table["done"]].head(budget)
     with outputs:
-        _write_frame(chosen, target.staged)
+        write_table(chosen, target.staged)
     if not all_tasks and n_open < budget:
         note(f"crowdlearn: note: only {n_open} open task(s), fewer than --budget {budget}")
     done_text = f", {n_done} done at confidence >= {target_confidence:g}" if n_done else ""
@@ -333,7 +323,9 @@ def replay(
         if "workers" not in wanted.columns:
             wanted["workers"] = ""
     answers = answers.assign(task_key=answers["task"].astype(str))
-    answers["worker_key"] = answers["worker"].astype(str)
+    # only the requested tasks' answers are grouped (the pool may hold millions)
+    answers = answers[answers["task_key"].isin(set(wanted["task"].astype(str)))]
+    answers = answers.assign(worker_key=answers["worker"].astype(str))
     by_task = dict(tuple(answers.groupby("task_key", sort=False)))
     rows = []
     missing = 0
@@ -352,7 +344,7 @@ def replay(
         else pd.DataFrame(columns=["task", "worker", "label"])
     )
     with outputs:
-        _write_frame(new, target.staged)
+        write_table(new, target.staged)
     if missing:
         note(f"crowdlearn: note: {missing} requested task(s) have no answer left in {pool}")
     click.echo(f"replay: {len(new)} answer(s) for {len(rows)} task(s) -> {output}")

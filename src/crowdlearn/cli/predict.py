@@ -17,7 +17,7 @@ import click
 
 from crowdlearn._lazy import lazy_module
 from crowdlearn.cli._app import cli
-from crowdlearn.cli._output import Outputs
+from crowdlearn.cli._output import Outputs, write_table
 from crowdlearn.data import CrowdDataError
 
 if TYPE_CHECKING:
@@ -167,10 +167,7 @@ def predict(
     scores = learner.predict_proba(items) if len(items) else np.zeros((0, len(meta["classes"])))
     table = prediction_table(scores, meta["classes"], ids, probas)
     with outputs:
-        if fmt == "csv":
-            table.to_csv(target.staged, index=False)
-        else:
-            table.to_parquet(target.staged, index=False)
+        write_table(table, target.staged, fmt)
     click.echo(f"{meta['spec'] or meta['method']}: {len(table)} items of {source} -> {output}")
 
 
