@@ -12,6 +12,7 @@ from benchmarks.campaign_replay import (
     DatasetSummary,
     annotation_positions,
     labels_to_reach,
+    order_shares,
     policy_chooser,
     random_chooser,
     replay,
@@ -117,3 +118,14 @@ def test_quick_run_on_the_real_datasets(tmp_path, shared_datasets, monkeypatch):
     for _, group in last.groupby(["dataset", "order"]):
         assert group["accuracy"].nunique() == 1
     assert (tmp_path / "campaign-replay-wsd.png").exists()
+
+
+def test_order_shares_tell_first_reach_from_reach_and_stay():
+    labels = np.array([10, 20, 30, 40, 50])
+    # touches its final accuracy at 20 labels, falls below, and stays from 40
+    first, stay = order_shares(labels, np.array([0.5, 0.9, 0.8, 0.9, 0.9]))
+    assert (first, stay) == (20 / 50, 40 / 50)
+    # a curve above its final accuracy from the start reaches and stays at once
+    assert order_shares(labels, np.array([0.95, 0.95, 0.92, 0.93, 0.92])) == (0.2, 0.2)
+    # only the last label reaches it
+    assert order_shares(labels, np.array([0.5, 0.6, 0.7, 0.8, 0.9])) == (1.0, 1.0)
