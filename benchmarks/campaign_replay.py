@@ -61,6 +61,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "policy-onecoin": {"strategy": "onecoin-ds"},
     "policy-growing-batch": {"growth": 0.10},
     "policy-explore": {"explore": 0.2},
+    "policy-glad": {"strategy": "glad"},
+    "policy-floor3": {"floor": 3},
 }
 #: cleanlab's replays are slow (about 0.1-1 s a round); they run on this many orders
 #: (all ten by default: three orders proved too few, see the page's notes).
@@ -145,12 +147,15 @@ def policy_chooser(
     strategy: str | None = None,
     explore: float = 0.0,
     growth: float | None = None,
+    floor: int = 0,
     **options: Any,
 ) -> Chooser:
     """crowdlearn's ranking; the ranked tasks with no annotation left are passed.
     ``strategy`` ranks with another model than the Dawid-Skene fit; ``explore`` spends
-    that share of each batch on open tasks drawn at random (``growth`` is the
-    replay's, not the ranking's)."""
+    that share of each batch on open tasks drawn at random; ``floor`` buys for the
+    open tasks with fewer labels than it first, in the ranking's order (every task
+    reaches ``floor`` labels before any gets more); ``growth`` is the replay's, not
+    the ranking's."""
     from crowdlearn.campaign import rank_tasks
 
     rng = np.random.default_rng([seed, 13])
@@ -160,6 +165,9 @@ def policy_chooser(
         table = rank_tasks(sub, ranking_model, score=score, random_state=seed, **options)
         ranked = table["task"].to_numpy(dtype=np.int64)  # codes: sub has no ids
         ranked = ranked[open_tasks[ranked]]
+        if floor:
+            short = np.bincount(sub.task, minlength=sub.n_tasks)[ranked] < floor
+            ranked = np.r_[ranked[short], ranked[~short]]
         drawn = round(explore * batch)
         best = ranked[: batch - drawn]
         rest = ranked[batch - drawn :]

@@ -11,6 +11,7 @@ from benchmarks import run
 from benchmarks.campaign_replay import (
     DatasetSummary,
     annotation_positions,
+    fit_ds,
     labels_to_reach,
     order_shares,
     policy_chooser,
@@ -129,3 +130,16 @@ def test_order_shares_tell_first_reach_from_reach_and_stay():
     assert order_shares(labels, np.array([0.95, 0.95, 0.92, 0.93, 0.92])) == (0.2, 0.2)
     # only the last label reaches it
     assert order_shares(labels, np.array([0.5, 0.6, 0.7, 0.8, 0.9])) == (1.0, 1.0)
+
+
+def test_the_floor_variant_buys_for_tasks_below_the_floor_first(crowd):
+    positions = annotation_positions(crowd, seed=0)
+    revealed = np.where(np.arange(crowd.n_tasks) < 30, 1, 3)  # tasks 0-29 have 1 label
+    sub = revealed_data(crowd, positions, revealed)
+    model = fit_ds(sub, 0)
+    open_tasks = np.ones(crowd.n_tasks, dtype=bool)
+    chosen = policy_chooser(0, floor=3)(model, sub, open_tasks, 30, 0)
+    assert sorted(chosen) == list(range(30))
+    # without the floor the ranking alone decides (here: not only the short tasks)
+    plain = policy_chooser(0)(model, sub, open_tasks, 30, 0)
+    assert len(plain) == 30 and set(plain) != set(range(30))
