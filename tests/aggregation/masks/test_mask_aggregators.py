@@ -231,3 +231,30 @@ def test_per_image_methods_match_crowdkit(name: str, seed: int) -> None:
     ours = getattr(crowdlearn.aggregation.masks, name)().fit(data)
     for t in range(data.n_tasks):
         assert np.array_equal(ours.masks_(t), theirs[t])
+
+
+def test_staple_keeps_a_lone_all_background_mask_under_a_foreground_prior() -> None:
+    # Found by hypothesis: worker A only ever draws an empty mask, worker B a full one,
+    # so the foreground prior is 9/13 > 1/2. A has no evidence of its sensitivity; it
+    # used to collapse to 0, its empty mask then said nothing and task 0 came back
+    # all foreground.
+    empty, full = np.zeros((2, 2), bool), np.ones((3, 3), bool)
+    model = STAPLE().fit(Masks.from_arrays([0, 1], ["A", "B"], [empty, full]))
+    assert not model.masks_(0).any()
+    assert model.masks_(1).all()
+    # A takes the crowd's sensitivity (B's), not the collapsed 0
+    assert model.sensitivity_[0] == pytest.approx(model.sensitivity_[1])
+
+
+def test_staple_still_finds_a_worker_who_misses_the_foreground() -> None:
+    # C draws empty masks where A and B agree on an object: C has evidence (the
+    # others' foreground), so its low sensitivity is its own, not the crowd's.
+    obj = np.zeros((4, 4), bool)
+    obj[1:3, 1:3] = True
+    empty = np.zeros((4, 4), bool)
+    data = Masks.from_arrays(
+        [0, 0, 0, 1, 1, 1], list("ABCABC"), [obj, obj, empty, obj.T, obj.T, empty]
+    )
+    model = STAPLE().fit(data)
+    assert model.sensitivity_[2] < 0.1 < 0.9 < model.sensitivity_[0]
+    assert np.array_equal(model.masks_(0), obj)

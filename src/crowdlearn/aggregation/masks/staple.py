@@ -87,12 +87,34 @@ class _Stats:
         self.n[workers] += size - total_w
 
 
+#: A worker whose pixels hold less than half an expected foreground (background) pixel
+#: gives no evidence of its sensitivity (specificity): it gets the crowd's.
+_EVIDENCE = 0.5
+
+
 def _m_step(stats: _Stats) -> tuple[np.ndarray, np.ndarray]:
-    p = np.full(len(stats.w), 0.5)
-    q = np.full(len(stats.w), 0.5)
-    np.divide(stats.wd, stats.w, out=p, where=stats.w > 0)
-    np.divide(stats.nn, stats.n, out=q, where=stats.n > 0)
+    """Sensitivity and specificity of every worker from the sums of one pass.
+
+    A worker with (almost) no foreground under the current posterior has no evidence
+    of its sensitivity: ``sum W D / sum W`` would be 0/0, and a value set from the few
+    pixels the prior alone calls foreground collapses to 0 (its background answers
+    then say nothing, and its unanimous all-background masks came back foreground
+    whenever the prior exceeded one half). Such a worker takes the crowd's
+    sensitivity, the ``sum W``-weighted mean over the workers with evidence (0.5 when
+    none has any); specificity likewise with ``sum (1 - W)``.
+    """
+    p = _rates(stats.wd, stats.w)
+    q = _rates(stats.nn, stats.n)
     return np.clip(p, _EPS, 1 - _EPS), np.clip(q, _EPS, 1 - _EPS)
+
+
+def _rates(hits: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``hits / weights`` per worker; the pooled rate where ``weights < _EVIDENCE``."""
+    known = weights >= _EVIDENCE
+    pooled = hits[known].sum() / weights[known].sum() if known.any() else 0.5
+    rates = np.full(len(weights), pooled, dtype=np.float64)
+    np.divide(hits, weights, out=rates, where=known)
+    return rates
 
 
 class STAPLE(BaseMaskAggregator):
