@@ -31,6 +31,8 @@ import pandas as pd
 
 from crowdlearn._atomic import atomic_open
 from crowdlearn._json import jsonable as _jsonable
+from crowdlearn.aggregation._blocks import is_sorted
+from crowdlearn.aggregation._incremental import AnnotationStore
 from crowdlearn.data import CrowdData, CrowdDataError
 
 FORMAT = "crowdlearn-state"
@@ -86,9 +88,12 @@ def save_state(
         arrays[field] = _storable_ids(getattr(crowd, field), field)
     if crowd.truth is not None:
         arrays["truth"] = crowd.truth
-    pointer = getattr(model, "_pointer", None)
+    pointer = model._store.pointer  # crowd_ above merged any appended tail in
     if pointer is not None:
         arrays["pointer"] = pointer
+    margins = getattr(model, "_margins", None)
+    if margins is not None:
+        arrays["margins"] = margins
     attributes = list(model.state_attributes)
     for attribute in attributes:
         arrays[f"attr{attribute}"] = np.asarray(getattr(model, attribute))
@@ -108,7 +113,7 @@ def save_state(
         "n_statistics": n_statistics,
         "scalars": {
             key: _jsonable(getattr(model, key))
-            for key in ("n_iter_", "converged_")
+            for key in ("n_iter_", "converged_", "_probas_exact")
             if hasattr(model, key)
         },
         "history": None if history is None else history.to_dict(orient="list"),
@@ -155,8 +160,13 @@ def load_state(path: str | os.PathLike[str]) -> Any:
                 **ids,
             )
             _check_codes(crowd, path)
-            model.crowd_ = crowd
-            model._pointer = archive["pointer"] if "pointer" in archive.files else None
+            pointer = archive["pointer"] if "pointer" in archive.files else None
+            sorted_rows = pointer is not None and is_sorted(crowd.task)
+            if pointer is not None and (len(pointer) != crowd.n_tasks + 1 or not sorted_rows):
+                raise CrowdDataError(f"{path}: a damaged crowdlearn state file (pointer)")
+            model._store = AnnotationStore(crowd, pointer)
+            if "margins" in archive.files:
+                model._margins = archive["margins"]
             model.probas_ = archive["probas_"]
             model.labels_ = archive["labels_"]
             for attribute in meta["attributes"]:

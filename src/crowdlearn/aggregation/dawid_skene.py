@@ -301,11 +301,15 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
         self._dtype = float_dtype(self.dtype)
         self._set_parameters(stats[0], stats[1], n_workers)
 
-    def _block_posteriors(self, block: Block) -> tuple[np.ndarray, float]:
+    def _block_log_scores(self, block: Block) -> np.ndarray:
         n_workers, k = self.confusions_.shape[:2]
         design = block_design(block, n_workers, k, self._dtype)
-        table = log_confusion_table(self.confusions_)
-        return posterior_block(design, table, np.log(self.priors_), None, self.hard)
+        scores = np.asarray(design @ log_confusion_table(self.confusions_))
+        scores += np.log(self.priors_)
+        return scores
+
+    def _log_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.log(self.priors_), log_confusion_table(self.confusions_)
 
 
 def confusion_statistics(
