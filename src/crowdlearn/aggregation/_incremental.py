@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from crowdlearn.aggregation._base import _as_crowd_data, break_ties, break_ties_rows
 from crowdlearn.aggregation._blocks import (
@@ -454,6 +455,10 @@ class AnnotationStore:
         empty = np.zeros(0, dtype=np.int32)
         self.tail = (empty, empty, empty)
         self._counts: np.ndarray | None = None
+        # Sparse (base tasks, workers * K) design of the base's (worker, label) cells,
+        # when built (or handed over by a fit): per-task sums of a per-cell value in
+        # one sparse product.
+        self.design: Any = None
 
     # sizes
     @property
@@ -516,6 +521,33 @@ class AnnotationStore:
         np.cumsum(self.task_counts(), out=self.pointer[1:])
         empty = np.zeros(0, dtype=np.int32)
         self.tail = (empty, empty, empty)
+        self.design = None
+
+    def cell_sums(self, values: np.ndarray, k: int) -> np.ndarray:
+        """Per task, the sum over its annotations of ``values[worker * K + label]``
+        (float64, all tasks): one sparse product over the base (its design is built
+        once per base, then kept) and a pass over the tail."""
+        self.sort()
+        if self.design is None:
+            base = self._base
+            held = len(self.pointer) - 1
+            columns = base.worker.astype(np.int64) * k + base.label
+            if not is_sorted(base.task):
+                columns = columns[base.by_task.order]
+            self.design = sp.csr_matrix(
+                (np.ones(len(columns)), columns, self.pointer),
+                shape=(held, max(len(values), int(columns.max(initial=-1)) + 1)),
+            )
+        design = self.design
+        width = design.shape[1]
+        part = values[:width] if len(values) >= width else np.pad(values, (0, width - len(values)))
+        sums = np.zeros(self.n_tasks, dtype=np.float64)
+        sums[: design.shape[0]] = design @ part.astype(design.dtype)
+        tail_task, tail_worker, tail_label = self.tail
+        if len(tail_task):
+            weights = values[tail_worker.astype(np.int64) * k + tail_label]
+            sums += np.bincount(tail_task, weights=weights, minlength=self.n_tasks)
+        return sums
 
     def task_counts(self) -> np.ndarray:
         """Annotations per task (int64, cached)."""
@@ -580,7 +612,7 @@ class AnnotationStore:
         Compacts when the tail outgrows :data:`COMPACT_SHARE` of the base."""
         self.sort()
         out = AnnotationStore.__new__(AnnotationStore)
-        out._base, out.pointer = self._base, self.pointer
+        out._base, out.pointer, out.design = self._base, self.pointer, self.design
         out.task_ids, out.worker_ids, out.classes = task_ids, worker_ids, self.classes
         out.truth = truth
         old_tail = self.tail
@@ -655,7 +687,9 @@ def append_annotations(
     new_task = new_task[order].astype(np.int32)
     new_worker = new_worker_codes[new.worker[order]].astype(np.int32)
     new_label = new_class_codes[new.label[order]].astype(np.int32)
-    touched = np.unique(new_task).astype(np.int64)
+    first = np.ones(len(new_task), dtype=bool)  # new_task is sorted: no hash table
+    np.not_equal(new_task[1:], new_task[:-1], out=first[1:])
+    touched = new_task[first].astype(np.int64)
     held_local, held_worker, held_label = store.rows_of(touched)
     new_local = np.searchsorted(touched, new_task).astype(np.int32)
     _refuse_held_pairs(

@@ -84,6 +84,12 @@ class IncrementalEMMixin(IncrementalMixin):
         clamped = gold is not None and bool(np.any(gold >= 0))
         self._margins = None
         self._probas_exact = not (clamped or getattr(self, "hard", False))
+        designs = getattr(self, "_designs", None)  # Dawid-Skene's, unchunked: all tasks
+        store = self.__dict__.get("_store")
+        if store is not None and designs is not None and len(designs) == 1:
+            design = designs[0][1]
+            if design.shape[0] == store.n_tasks and store.n_annotations == design.nnz:
+                store.design = design  # the base's design, kept for the label bound
 
     def _appends(self, refresh: int) -> bool:
         return refresh == 0
@@ -91,6 +97,7 @@ class IncrementalEMMixin(IncrementalMixin):
     def _partial_update(self, merge: Merge) -> None:
         if merge.n_new > LARGE_BATCH * merge.n_annotations:
             self._fit(merge.data)  # type: ignore[attr-defined]  # a refit: EM from the votes
+            self._store = merge.store
             self._after_fit()
             return
         start = time.perf_counter()
@@ -173,7 +180,7 @@ class IncrementalEMMixin(IncrementalMixin):
         Sets ``probas_`` (in place when no task is new), ``_margins`` and
         ``_changed`` (the recomputed task codes, whose labels are re-derived).
         """
-        k = merge.n_classes
+        n_tasks, k = merge.n_tasks, merge.n_classes
         eps = MARGIN_SLACK[np.dtype(self.probas_.dtype).name]
         margins = self._held_margins(merge)
         # Bound on the change of any task's log-odds: c0 from the prior, r per
@@ -196,18 +203,28 @@ class IncrementalEMMixin(IncrementalMixin):
         crude += c0
         unsure = margins - crude <= eps
         unsure[merge.touched] = False
-        margins -= crude  # the skipped tasks' new lower bound (others overwritten)
         candidates = np.flatnonzero(unsure)
-        known = candidates[np.isfinite(margins[candidates])]
-        recompute = [candidates[~np.isfinite(margins[candidates])]]
-        if len(known):  # the exact bound c0 + sum of r over the task's annotations
-            held_margins = margins[known] + crude[known]
-            cand_local, cand_worker, cand_label = merge.store.rows_of(known)
-            weights = spread[cand_worker.astype(np.int64) * k + cand_label]
-            bound = c0 + np.bincount(cand_local, weights=weights, minlength=len(known))
-            sure = held_margins - bound > eps
-            margins[known[sure]] = held_margins[sure] - bound[sure]
-            recompute.append(known[~sure])
+        finite = np.isfinite(margins[candidates])
+        known = candidates[finite]
+        recompute = [candidates[~finite]]
+        if len(known) > DESIGN_SHARE * n_tasks and getattr(self, "chunk_size", None) is None:
+            # many candidates: the exact bound of every task in one sparse product
+            bound = merge.store.cell_sums(spread, k)
+            bound += c0
+            margins -= bound
+            unsure = margins <= eps
+            unsure[merge.touched] = False
+            recompute = [np.flatnonzero(unsure)]
+        else:
+            margins -= crude  # the skipped tasks' new lower bound (others overwritten)
+            if len(known):  # the exact bound c0 + sum of r over the task's annotations
+                held_margins = margins[known] + crude[known]
+                cand_local, cand_worker, cand_label = merge.store.rows_of(known)
+                weights = spread[cand_worker.astype(np.int64) * k + cand_label]
+                bound = c0 + np.bincount(cand_local, weights=weights, minlength=len(known))
+                sure = held_margins - bound > eps
+                margins[known[sure]] = held_margins[sure] - bound[sure]
+                recompute.append(known[~sure])
         extra = np.sort(np.concatenate(recompute))
         probas = self._grown_probas(merge)
         probas[merge.touched] = local
@@ -219,7 +236,7 @@ class IncrementalEMMixin(IncrementalMixin):
         self.probas_ = probas
         self._margins = margins
         self._probas_exact = False
-        self._changed = np.union1d(merge.touched, extra)
+        self._changed = np.sort(np.concatenate([merge.touched, extra]))  # disjoint
 
     def _held_margins(self, merge: Merge) -> np.ndarray:
         """The margins' lower bounds before this update, in the merged task codes
@@ -332,6 +349,10 @@ def remap_confusion_counts(counts: np.ndarray, merge: Merge) -> np.ndarray:
     return out.reshape(merge.n_workers * k, k)
 
 
+#: When the crude bound leaves more than this share of the tasks unsure, the exact
+#: bound of every task is one sparse product (cheaper than gathering their rows).
+DESIGN_SHARE = 0.02
+
 #: Safety margin of the label test, by dtype: a task is skipped only when its bound
 #: leaves more than this (covers the rounding of the log-odds and break_ties' 1e-12
 #: tie tolerance on probabilities).
@@ -354,10 +375,19 @@ def probas_margins(probas: np.ndarray) -> np.ndarray:
     n, k = probas.shape
     if k < 2:
         return np.full(n, np.inf)
-    part = np.partition(probas, k - 2, axis=1)
+    # the two largest of each row, column by column (no sort of the table)
+    top = np.maximum(probas[:, 0], probas[:, 1])
+    second = np.minimum(probas[:, 0], probas[:, 1])
+    for column in range(2, k):
+        values = probas[:, column]
+        np.maximum(second, np.minimum(top, values), out=second)
+        np.maximum(top, values, out=top)
     floor = 1e-300 if probas.dtype == np.float64 else 1e-37
-    top = np.log(part[:, k - 1].astype(np.float64))
-    return top - np.log(np.maximum(part[:, k - 2], floor).astype(np.float64))
+    np.maximum(second, floor, out=second)
+    np.log(top, out=top)
+    np.log(second, out=second)
+    top -= second
+    return top.astype(np.float64, copy=False)
 
 
 def _remap_table_rows(table: np.ndarray, worker_map: np.ndarray, after: np.ndarray) -> np.ndarray:
