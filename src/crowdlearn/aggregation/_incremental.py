@@ -849,7 +849,11 @@ class IncrementalMixin:
         if changed is None:
             self.labels_ = break_ties(self.probas_, self.tie_break, self.random_state)  # type: ignore[attr-defined]
         else:
-            labels = _grown(self.labels_, merge.n_tasks)
+            if _is_identity(merge.task_map):
+                labels = _grown(self.labels_, merge.n_tasks)
+            else:  # held tasks moved: their labels move with them
+                labels = np.empty(merge.n_tasks, dtype=self.labels_.dtype)
+                labels[merge.task_map] = self.labels_
             labels[changed] = break_ties_rows(
                 self.probas_[changed],
                 changed,
