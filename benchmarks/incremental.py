@@ -235,6 +235,7 @@ def control(old: CrowdData, new: CrowdData, full: CrowdData) -> dict[str, Any]:
 def bench_incremental(out: Path, quick: bool, seeds: int) -> BenchResult:
     rows, controls, sequences = [], [], []
     sizes = QUICK_SIZES if quick else SIZES
+    largest_size = max(sizes)
     for seed in range(seeds):
         for size in sizes:
             n_workers = QUICK_WORKERS if quick else N_WORKERS
@@ -243,7 +244,7 @@ def bench_incremental(out: Path, quick: bool, seeds: int) -> BenchResult:
             old = CrowdData.from_arrays(task[~new_rows], worker[~new_rows], label[~new_rows])
             new = CrowdData.from_arrays(task[new_rows], worker[new_rows], label[new_rows])
             full = CrowdData.from_arrays(task, worker, label)
-            if size == max(sizes):
+            if size == largest_size:
                 for row in sequence(task, worker, label, seed):
                     sequences.append({"seed": seed, "annotations": size, **row})
             del task, worker, label, new_rows
@@ -252,9 +253,9 @@ def bench_incremental(out: Path, quick: bool, seeds: int) -> BenchResult:
                 if size > largest:
                     continue
                 row = measure(name, factory, options, old, new, full, repeats)
-                sizes = {"annotations": size, "new": new.n_annotations}
+                counts = {"annotations": size, "new": new.n_annotations}
                 new_tasks = int(full.n_tasks - old.n_tasks)
-                rows.append({"seed": seed, **sizes, "new_tasks": new_tasks, **row})
+                rows.append({"seed": seed, **counts, "new_tasks": new_tasks, **row})
                 print(f"incremental: {size} {name}: {row}", flush=True)
             controls.append({"seed": seed, "annotations": size, **control(old, new, full)})
             print(f"incremental: {size} control: {controls[-1]}", flush=True)

@@ -510,6 +510,7 @@ class AnnotationStore:
         self.sort()
         everything = np.arange(self.n_tasks)
         codes = self.rows_of(everything)
+        counts = self.task_counts()  # before the pointer changes
         self._base = self._base._replace(
             task=codes[0].astype(np.int32),
             worker=codes[1],
@@ -518,7 +519,7 @@ class AnnotationStore:
             truth=self.truth,
         )
         self.pointer = np.zeros(self.n_tasks + 1, dtype=np.int64)
-        np.cumsum(self.task_counts(), out=self.pointer[1:])
+        np.cumsum(counts, out=self.pointer[1:])
         empty = np.zeros(0, dtype=np.int32)
         self.tail = (empty, empty, empty)
         self.design = None

@@ -17,6 +17,25 @@ counts and class totals). A fit keeps the statistics of its last M-step
    frequencies, the start of a fit;
 4. one E-step over all tasks gives every posterior under the final parameters.
 
+``refresh=0`` replaces step 4 by a bounded one that keeps the labels exact.
+A task's unnormalised log-posterior for class ``k`` is ``log rho_k + sum over its
+annotations (w, l) of log P_w(l | k)``; when the parameters move, the log-odds of any
+two classes change by at most ``B_i = range_k(delta log rho_k) + sum over the task's
+annotations of range_k(delta log P_w(l | k))`` (``range`` = max - min over classes;
+one-coin's ``log P_w(l | k)`` is ``log s_w`` for ``k == l``, else ``log((1 - s_w) / (K
+- 1))``). Each task keeps ``_margins``, a lower bound of its label's log-odds against
+the next class under the current parameters. A task whose bound exceeds ``B_i`` (by
+:data:`MARGIN_SLACK`, for rounding and break_ties' tie tolerance) cannot change label:
+its posterior is kept (stale) and its bound lowered by ``B_i``, so it stays valid over
+consecutive updates. The other tasks, the touched ones and new ones get an E-step on
+their rows (their margins are then exact). ``B_i`` is first bounded with no pass over
+annotations (``range + n_i * max`` of the per-cell ranges); when that leaves more than
+:data:`DESIGN_SHARE` of the tasks unsure (Dawid-Skene: a few sparse confusion cells
+move much), the exact ``B_i`` of all tasks is one sparse product with the base's
+(worker, label) design. Unknown margins come from ``probas_`` when these are the
+posteriors under the current parameters (after a fit without gold, or a full
+E-step), else every task is recomputed once.
+
 A batch of more than :data:`LARGE_BATCH` (5 %) of all annotations is a refit on the
 merged annotations instead (the refit's result; the merge still saves re-reading).
 
@@ -197,19 +216,24 @@ class IncrementalEMMixin(IncrementalMixin):
             shift = prior_after - prior_before
             c0 = float(shift.max() - shift.min()) if k else 0.0
         largest = float(spread.max()) if len(spread) else 0.0
-        counts = merge.store.task_counts()
-        # crude bound without a pass over the annotations: c0 + n_i * max r
-        crude = counts * largest
-        crude += c0
-        unsure = margins - crude <= eps
-        unsure[merge.touched] = False
-        candidates = np.flatnonzero(unsure)
-        finite = np.isfinite(margins[candidates])
-        known = candidates[finite]
-        recompute = [candidates[~finite]]
-        if len(known) > DESIGN_SHARE * n_tasks and getattr(self, "chunk_size", None) is None:
-            # many candidates: the exact bound of every task in one sparse product
-            bound = merge.store.cell_sums(spread, k)
+        store = merge.store
+        chunked = getattr(self, "chunk_size", None) is not None
+        if store.design is not None and not chunked:
+            known, crude = np.zeros(0, dtype=np.int64), None  # the exact bound below
+            recompute: list[np.ndarray] = []
+        else:  # crude bound without a pass over the annotations: c0 + n_i * max r
+            crude = store.task_counts() * largest
+            crude += c0
+            unsure = margins - crude <= eps
+            unsure[merge.touched] = False
+            candidates = np.flatnonzero(unsure)
+            finite = np.isfinite(margins[candidates])
+            known = candidates[finite]
+            recompute = [candidates[~finite]]
+        if crude is None or (len(known) > DESIGN_SHARE * n_tasks and not chunked):
+            # the exact bound of every task in one sparse product with the base's
+            # (worker, label) design (Dawid-Skene's fit hands it over)
+            bound = store.cell_sums(spread, k)
             bound += c0
             margins -= bound
             unsure = margins <= eps
@@ -246,8 +270,8 @@ class IncrementalEMMixin(IncrementalMixin):
         n_old = len(self.probas_)
         held = self._margins
         if held is None or len(held) != n_old:
-            if self._probas_exact:
-                held = probas_margins(self.probas_)
+            if self._probas_exact:  # room for the new tasks: no copy below
+                held = probas_margins(self.probas_, merge.n_tasks + merge.n_tasks // 4)
             else:
                 held = np.full(n_old, -np.inf)
         if _is_identity(merge.task_map):
@@ -368,16 +392,21 @@ def top_margins(scores: np.ndarray) -> np.ndarray:
     return (part[:, k - 1] - part[:, k - 2]).astype(np.float64)
 
 
-def probas_margins(probas: np.ndarray) -> np.ndarray:
+def probas_margins(probas: np.ndarray, capacity: int = 0) -> np.ndarray:
     """Lower bounds of the log-odds margins from normalised posteriors: ``log p_top -
     log p_next``, the next one floored at a normal number (a smaller stored value
-    means a smaller true one, so the floor only lowers the bound)."""
+    means a smaller true one, so the floor only lowers the bound).
+
+    The result (float64, one per row) is the leading part of a buffer of
+    ``capacity`` rows when that is larger (see ``_grown``)."""
     n, k = probas.shape
+    top = np.empty(max(n, capacity))[:n]
     if k < 2:
-        return np.full(n, np.inf)
+        top[:] = np.inf
+        return top
     # the two largest of each row, column by column (no sort of the table)
-    top = np.maximum(probas[:, 0], probas[:, 1])
-    second = np.minimum(probas[:, 0], probas[:, 1])
+    np.maximum(probas[:, 0], probas[:, 1], out=top)
+    second = np.minimum(probas[:, 0], probas[:, 1]).astype(np.float64, copy=False)
     for column in range(2, k):
         values = probas[:, column]
         np.maximum(second, np.minimum(top, values), out=second)
@@ -387,7 +416,7 @@ def probas_margins(probas: np.ndarray) -> np.ndarray:
     np.log(top, out=top)
     np.log(second, out=second)
     top -= second
-    return top.astype(np.float64, copy=False)
+    return top
 
 
 def _remap_table_rows(table: np.ndarray, worker_map: np.ndarray, after: np.ndarray) -> np.ndarray:
