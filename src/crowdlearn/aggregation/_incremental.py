@@ -1,13 +1,20 @@
 """New annotations as they arrive: ``partial_fit`` without a refit from scratch.
 
-An incremental aggregator keeps every annotation it has seen (``crowd_``, a
-CrowdData stored sorted by task code) and its learned state. ``partial_fit(new)``
+An incremental aggregator keeps every annotation it has seen (an
+:class:`AnnotationStore`: a base sorted by task code plus a tail of appended
+annotations, also sorted by task; ``crowd_`` gives them as one CrowdData) and its
+learned state. ``partial_fit(new)``
 
-1. merges the new annotations into ``crowd_`` (:func:`merge_annotations`): the union
-   of the task ids, worker ids and classes, kept in sorted id order when the held ids
-   are sorted (as :meth:`CrowdData.from_arrays` assigns them), so the merged codes are
-   those a refit on all annotations would use; new rows are inserted at their task,
-   one O(annotations) copy of the code arrays and no sort of the held ones;
+1. merges the new annotations in: the union of the task ids, worker ids and classes,
+   kept in sorted id order when the held ids are sorted (as
+   :meth:`CrowdData.from_arrays` assigns them), so the merged codes are those a refit
+   on all annotations would use. When no held code moves (the fresh ids sort after
+   the held ones, no new class) and the update does not need all annotations at once
+   (incremental EM with ``refresh=0``), the new rows are merged into the tail only
+   (:func:`append_annotations`, O(tail + new)); the tail joins the base when it
+   exceeds :data:`COMPACT_SHARE` of it, or when ``crowd_`` is read. Otherwise
+   (:func:`merge_annotations`) new rows are inserted at their task, one
+   O(annotations) copy of the code arrays and no sort of the held ones;
 2. maps the learned parameters from the old codes to the new ones by id
    (:class:`Merge` carries the maps) and updates them, method by method:
 
@@ -18,7 +25,9 @@ CrowdData stored sorted by task code) and its learned state. ``partial_fit(new)`
      Neal & Hinton (1998): the M-step's sufficient statistics are sums of per-task
      contributions; the contributions of the tasks that received annotations are
      taken out, EM runs on those tasks only (the other tasks' contributions held
-     fixed) until it converges, and one E-step over all tasks gives the posteriors.
+     fixed) until it converges, and one E-step over all tasks gives the posteriors
+     (``refresh=0``: only the tasks whose label may change, see
+     :mod:`crowdlearn.aggregation._incremental_em`).
 
 A :class:`~crowdlearn.data.CrowdDataError` refuses a (task, worker) pair already
 held and a class unknown to the fitted model (unless ``new_classes=True``).

@@ -12,7 +12,13 @@ One ``.npz`` file (NumPy's zip of arrays, written without pickles and read with
   arrays), the known truth if any;
 * the learned arrays: ``probas_``, ``labels_``, the method's ``state_attributes``
   (confusion matrices, skills, abilities, vote counts...) and the M-step statistics
-  of incremental EM.
+  of incremental EM; for incremental EM also ``margins`` (each task's lower bound of
+  its label's log-odds margin, kept by ``partial_fit(refresh=0)``) when known, and
+  the scalar ``_probas_exact``. A file without them (older files) is safe: the next
+  ``refresh=0`` update then recomputes every task once.
+
+Saving reads ``crowd_``, which merges a pending tail of appended annotations into the
+others first (the file holds them sorted by task, with their task pointer).
 
 The file is written atomically (:func:`crowdlearn._atomic.atomic_open`): a failure
 leaves the previous state file as it was.

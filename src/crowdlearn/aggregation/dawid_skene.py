@@ -131,7 +131,10 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
     incremental EM (:mod:`crowdlearn.aggregation._incremental_em`): EM on the tasks
     that received annotations, the other tasks' M-step statistics held fixed, then one
     E-step over all tasks (``refresh=1``); a batch of more than 5 % of all annotations
-    is a refit on all of them. Tolerance, tested (tests/aggregation/test_incremental.py)
+    is a refit on all of them. ``refresh=0`` skips that E-step but keeps the labels
+    equal to its labels: only the tasks whose label a bound on the change of their
+    log-odds cannot rule out are recomputed (the others keep the posteriors of their
+    last update). Tolerance, tested (tests/aggregation/test_incremental.py)
     on simulated crowds of 2,000 tasks fitted on most annotations, then given 1 to 3
     batches of 0.5 to 4 % each: labels equal to a refit's on at least 98 % of the tasks
     and class probabilities within 0.05 of the refit's on at least 85 % of them

@@ -70,7 +70,8 @@ class OneCoinDawidSkene(IncrementalEMMixin, IterativeAggregator):
     Notes
     -----
     :meth:`partial_fit` adds annotations by incremental EM, as
-    :class:`~crowdlearn.aggregation.DawidSkene` does. Tested tolerance (same crowds):
+    :class:`~crowdlearn.aggregation.DawidSkene` does (``refresh=0``: labels those of a
+    full E-step, see there). Tested tolerance (same crowds):
     labels equal to a refit's on at least 98 % of the tasks, class probabilities within
     0.05 on at least 95 % (``refresh=3``: 99 % and 95 %).
 
