@@ -172,6 +172,7 @@ class IncrementalEMMixin(IncrementalMixin):
             self._settle(merge, before, local, margins)
             self._blocks = self._designs = None  # the held ones describe the old data
             rows.append((iterations, np.nan))
+        self._local_design = None  # the local EM's block design (Dawid-Skene)
         self.converged_ = converged
         self.n_iter_ = iterations
         self._append_history(rows, time.perf_counter() - start)

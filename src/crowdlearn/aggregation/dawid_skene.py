@@ -291,7 +291,7 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
     def _block_statistics(
         self, block: Block, probas: np.ndarray, n_workers: int
     ) -> tuple[np.ndarray, ...]:
-        design = block_design(block, n_workers, probas.shape[1], probas.dtype)
+        design = self._cached_design(block, n_workers, probas.shape[1], probas.dtype)
         return confusion_statistics(design, block, probas)
 
     def _remap_statistics(
@@ -306,13 +306,24 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
 
     def _block_log_scores(self, block: Block) -> np.ndarray:
         n_workers, k = self.confusions_.shape[:2]
-        design = block_design(block, n_workers, k, self._dtype)
+        design = self._cached_design(block, n_workers, k, self._dtype)
         scores = np.asarray(design @ log_confusion_table(self.confusions_))
         scores += np.log(self.priors_)
         return scores
 
     def _log_tables(self) -> tuple[np.ndarray, np.ndarray]:
         return np.log(self.priors_), log_confusion_table(self.confusions_)
+
+    def _cached_design(self, block: Block, n_workers: int, k: int, dtype: Any) -> Any:
+        """The block's design, built once for the iterations of a local EM (the last
+        block asked for is kept, keyed by identity and shape)."""
+        key = (id(block), n_workers, k, np.dtype(dtype))
+        cached = self.__dict__.get("_local_design")
+        if cached is not None and cached[0] == key and cached[1] is block:
+            return cached[2]
+        design = block_design(block, n_workers, k, dtype)
+        self._local_design = (key, block, design)
+        return design
 
 
 def confusion_statistics(
