@@ -246,6 +246,40 @@ def break_ties(scores: np.ndarray, tie_break: TieBreak, random_state: int | None
     return labels
 
 
+def break_ties_rows(
+    scores: np.ndarray, rows: np.ndarray, tie_break: TieBreak, random_state: int | None
+) -> np.ndarray:
+    """:func:`break_ties` of some rows of a table: ``scores`` holds rows ``rows`` of it.
+
+    Equal to ``break_ties(table, ...)[rows]`` whatever the other rows are: a tied row
+    draws the keys that :func:`break_ties` draws for it (the generator's stream, row
+    after row), reached by advancing the generator instead of drawing the whole table.
+    """
+    if tie_break != "random":
+        return break_ties(scores, tie_break, random_state)
+    if random_state is None:
+        return break_ties(scores, tie_break, random_state)  # its error
+    best = scores.max(axis=1, keepdims=True)
+    is_max = scores >= best - 1e-12  # as in break_ties
+    labels = scores.argmax(axis=1)
+    tied = np.flatnonzero(is_max.sum(axis=1) > 1)
+    if len(tied) == 0:
+        return labels
+    k = scores.shape[1]
+    tied_rows = np.asarray(rows)[tied]
+    if len(tied) <= 1000:
+        keys = np.empty((len(tied), k))
+        for slot, row in enumerate(tied_rows.tolist()):
+            generator = np.random.default_rng(random_state)
+            generator.bit_generator.advance(row * k)  # one 64-bit draw per double
+            keys[slot] = generator.random(k)
+    else:
+        keys = np.random.default_rng(random_state).random((int(tied_rows.max()) + 1, k))
+        keys = keys[tied_rows]
+    labels[tied] = np.where(is_max[tied], keys, -1.0).argmax(axis=1)
+    return labels
+
+
 def float_dtype(dtype: Any) -> np.dtype:
     """The computation dtype of an estimator: float64 (default) or float32."""
     resolved = np.dtype(dtype)

@@ -1,13 +1,20 @@
 """New annotations as they arrive: ``partial_fit`` without a refit from scratch.
 
-An incremental aggregator keeps every annotation it has seen (``crowd_``, a
-CrowdData stored sorted by task code) and its learned state. ``partial_fit(new)``
+An incremental aggregator keeps every annotation it has seen (an
+:class:`AnnotationStore`: a base sorted by task code plus a tail of appended
+annotations, also sorted by task; ``crowd_`` gives them as one CrowdData) and its
+learned state. ``partial_fit(new)``
 
-1. merges the new annotations into ``crowd_`` (:func:`merge_annotations`): the union
-   of the task ids, worker ids and classes, kept in sorted id order when the held ids
-   are sorted (as :meth:`CrowdData.from_arrays` assigns them), so the merged codes are
-   those a refit on all annotations would use; new rows are inserted at their task,
-   one O(annotations) copy of the code arrays and no sort of the held ones;
+1. merges the new annotations in: the union of the task ids, worker ids and classes,
+   kept in sorted id order when the held ids are sorted (as
+   :meth:`CrowdData.from_arrays` assigns them), so the merged codes are those a refit
+   on all annotations would use. When no held code moves (the fresh ids sort after
+   the held ones, no new class) and the update does not need all annotations at once
+   (incremental EM with ``refresh=0``), the new rows are merged into the tail only
+   (:func:`append_annotations`, O(tail + new)); the tail joins the base when it
+   exceeds :data:`COMPACT_SHARE` of it, or when ``crowd_`` is read. Otherwise
+   (:func:`merge_annotations`) new rows are inserted at their task, one
+   O(annotations) copy of the code arrays and no sort of the held ones;
 2. maps the learned parameters from the old codes to the new ones by id
    (:class:`Merge` carries the maps) and updates them, method by method:
 
@@ -18,7 +25,9 @@ CrowdData stored sorted by task code) and its learned state. ``partial_fit(new)`
      Neal & Hinton (1998): the M-step's sufficient statistics are sums of per-task
      contributions; the contributions of the tasks that received annotations are
      taken out, EM runs on those tasks only (the other tasks' contributions held
-     fixed) until it converges, and one E-step over all tasks gives the posteriors.
+     fixed) until it converges, and one E-step over all tasks gives the posteriors
+     (``refresh=0``: only the tasks whose label may change, see
+     :mod:`crowdlearn.aggregation._incremental_em`).
 
 A :class:`~crowdlearn.data.CrowdDataError` refuses a (task, worker) pair already
 held and a class unknown to the fitted model (unless ``new_classes=True``).
@@ -32,8 +41,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
-from crowdlearn.aggregation._base import _as_crowd_data, break_ties
+from crowdlearn.aggregation._base import _as_crowd_data, break_ties, break_ties_rows
 from crowdlearn.aggregation._blocks import (
     Block,
     BlockReader,
@@ -47,28 +57,26 @@ from crowdlearn.data.errors import plain, show
 
 @dataclass(frozen=True)
 class Merge:
-    """The result of :func:`merge_annotations`.
+    """The result of :func:`merge_annotations` or :func:`append_annotations`.
 
     Attributes
     ----------
-    data : CrowdData
-        All annotations, sorted by task code.
-    pointer : ndarray of int64
-        Its task pointer: the annotations of task ``t`` are rows
-        ``pointer[t]:pointer[t + 1]``.
+    store : AnnotationStore
+        All annotations (old and new).
     task_map, worker_map, class_map : ndarray of int64
-        Code of each old task, worker and class in ``data`` (increasing: old ids keep
-        their order).
+        Code of each old task, worker and class in the merged codes (increasing: old
+        ids keep their order).
     touched : ndarray of int64
-        Sorted codes (in ``data``) of the tasks that received new annotations.
+        Sorted codes of the tasks that received new annotations.
     is_new : ndarray of bool
-        For the rows of ``touched`` tasks in ``data`` (in the order of
-        :func:`gather_tasks`), whether the row is one of the new annotations.
+        For the rows of :meth:`block` (the touched tasks' annotations, each task's old
+        rows then its new ones), whether the row is one of the new annotations.
     n_new, n_new_tasks, n_new_workers, n_new_classes : int
+    touched_block : Block, optional
+        The touched tasks' block when the merge built it already.
     """
 
-    data: CrowdData
-    pointer: np.ndarray
+    store: AnnotationStore
     task_map: np.ndarray
     worker_map: np.ndarray
     class_map: np.ndarray
@@ -78,6 +86,41 @@ class Merge:
     n_new_tasks: int
     n_new_workers: int
     n_new_classes: int
+    touched_block: Block | None = None
+
+    @property
+    def data(self) -> CrowdData:
+        """All annotations as one CrowdData, sorted by task (compacts the store)."""
+        return self.store.data()
+
+    @property
+    def pointer(self) -> np.ndarray:
+        """The task pointer of :attr:`data` (sorted by task)."""
+        self.store.data()
+        assert self.store.pointer is not None
+        return self.store.pointer
+
+    @property
+    def n_tasks(self) -> int:
+        return self.store.n_tasks
+
+    @property
+    def n_workers(self) -> int:
+        return self.store.n_workers
+
+    @property
+    def n_classes(self) -> int:
+        return self.store.n_classes
+
+    @property
+    def n_annotations(self) -> int:
+        return self.store.n_annotations
+
+    def block(self) -> Block:
+        """The touched tasks' annotations (local task codes in the order of ``touched``)."""
+        if self.touched_block is not None:
+            return self.touched_block
+        return self.store.block(self.touched)
 
     def note(self) -> str:
         """One line: what the merge added."""
@@ -239,8 +282,7 @@ def merge_annotations(
     sizes = np.ravel([old_counts, new_counts], order="F")
     is_new = np.repeat(np.tile([False, True], len(touched)), sizes)
     return Merge(
-        data=merged,
-        pointer=pointer,
+        store=AnnotationStore(merged, pointer),
         task_map=task_map,
         worker_map=worker_map,
         class_map=class_map,
@@ -285,18 +327,45 @@ def _refuse_repeated_pairs(
 ) -> None:
     """A CrowdDataError when a new (task, worker) pair is already held."""
     rows = gather_rows(old_pointer, touched)
-    held_task = np.repeat(touched, old_pointer[touched + 1] - old_pointer[touched])
-    held = np.sort(held_task * n_workers + old_worker[rows])
-    keys = new_task.astype(np.int64) * n_workers + new_worker
-    if len(held) == 0:
+    held_local = np.repeat(
+        np.arange(len(touched)), old_pointer[touched + 1] - old_pointer[touched]
+    )
+    new_local = np.searchsorted(touched, new_task)
+    _refuse_held_pairs(
+        touched,
+        held_local,
+        old_worker[rows],
+        new_local,
+        new_worker,
+        n_workers,
+        task_ids,
+        worker_ids,
+    )
+
+
+def _refuse_held_pairs(
+    touched: np.ndarray,
+    held_local: np.ndarray,
+    held_worker: np.ndarray,
+    new_local: np.ndarray,
+    new_worker: np.ndarray,
+    n_workers: int,
+    task_ids: np.ndarray,
+    worker_ids: np.ndarray,
+) -> None:
+    """A CrowdDataError when a new (task, worker) pair is among the held ones (tasks
+    as positions in ``touched``)."""
+    if len(held_local) == 0:
         return
+    held = np.sort(held_local.astype(np.int64) * n_workers + held_worker)
+    keys = new_local.astype(np.int64) * n_workers + new_worker
     found = held[np.minimum(np.searchsorted(held, keys), len(held) - 1)] == keys
     repeated = np.flatnonzero(found)
     if len(repeated):
         first = repeated[0]
         raise CrowdDataError(
             f"{len(repeated)} new annotation(s) repeat a (task, worker) pair already held, "
-            f"e.g. task {plain(task_ids[new_task[first]])} by worker "
+            f"e.g. task {plain(task_ids[touched[new_local[first]]])} by worker "
             f"{plain(worker_ids[new_worker[first]])}; send only the annotations that arrived "
             "since the last update"
         )
@@ -348,14 +417,331 @@ def sub_block(block: Block, keep: np.ndarray) -> Block:
 def remap_table(values: np.ndarray, merge: Merge) -> np.ndarray:
     """A (tasks, classes) table moved to the merged task and class codes (zeros for
     new tasks and classes)."""
-    out = np.zeros((merge.data.n_tasks, merge.data.n_classes), dtype=values.dtype)
-    if len(merge.class_map) == merge.data.n_classes and _is_identity(merge.task_map):
+    out = np.zeros((merge.n_tasks, merge.n_classes), dtype=values.dtype)
+    if len(merge.class_map) == merge.n_classes and _is_identity(merge.task_map):
         out[: len(values)] = values  # tasks and classes kept their codes
-    elif len(merge.class_map) == merge.data.n_classes:  # same classes: whole rows
+    elif len(merge.class_map) == merge.n_classes:  # same classes: whole rows
         out[merge.task_map] = values
     else:
         out[np.ix_(merge.task_map, merge.class_map)] = values
     return out
+
+
+# ------------------------------------------------------------------ the annotations held
+
+
+def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """The integers of the ranges ``starts[g]:stops[g]``, range after range."""
+    lengths = stops - starts
+    before = np.zeros(len(lengths), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=before[1:])
+    return np.repeat(starts - before, lengths) + np.arange(int(lengths.sum()))
+
+
+class AnnotationStore:
+    """Every annotation an incremental aggregator holds, kept so that new ones cost O(new).
+
+    The annotations are a *base*, sorted by task code with its task pointer, and a
+    *tail* of the annotations added since, also sorted by task (each task's newer rows
+    after its older ones). Appending merges the new rows into the tail only: O(tail +
+    new), no copy of the base. When the tail grows past :data:`COMPACT_SHARE` of the
+    base, or when anything asks for all annotations as one CrowdData (:meth:`data`:
+    ``crowd_``, a state file, a refit, a full E-step), the tail is merged into the base
+    (one O(annotations) pass, what every update cost before).
+
+    The store is persistent: :meth:`appended` returns a new store that shares the base,
+    so a failed update leaves the held one as it was. Codes are always those a refit
+    on all annotations would assign (appending is only used when the new ids sort
+    after the held ones, so that no held code moves).
+    """
+
+    def __init__(self, base: CrowdData, pointer: np.ndarray | None = None) -> None:
+        self._base = base
+        # The base's task pointer; None when not known to be sorted by task (yet).
+        self.pointer = pointer
+        self.task_ids, self.worker_ids, self.classes = base.task_ids, base.worker_ids, base.classes
+        self.truth = base.truth
+        empty = np.zeros(0, dtype=np.int32)
+        self.tail = (empty, empty, empty)
+        self._counts: np.ndarray | None = None
+        # Sparse (base tasks, workers * K) design of the base's (worker, label) cells,
+        # when built (or handed over by a fit): per-task sums of a per-cell value in
+        # one sparse product.
+        self.design: Any = None
+
+    # sizes
+    @property
+    def n_tasks(self) -> int:
+        return len(self.task_ids)
+
+    @property
+    def n_workers(self) -> int:
+        return len(self.worker_ids)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def n_annotations(self) -> int:
+        return self._base.n_annotations + len(self.tail[0])
+
+    @property
+    def n_base(self) -> int:
+        return self._base.n_annotations
+
+    def data(self) -> CrowdData:
+        """All annotations as one CrowdData (merging the tail into the base first)."""
+        if len(self.tail[0]):
+            self.compact()
+        base = self._base
+        if len(base.task_ids) != self.n_tasks or base.truth is not self.truth:
+            base = base._replace(task_ids=self.task_ids, truth=self.truth)
+            self._base = base
+        return base
+
+    def sort(self) -> None:
+        """Put the base in task order (once: the user's data may come in any order)."""
+        if self.pointer is not None:
+            return
+        base = self._base
+        if is_sorted(base.task):
+            self.pointer = np.searchsorted(base.task, np.arange(base.n_tasks + 1))
+            return
+        order = base.by_task.order
+        self._base = base._replace(
+            task=base.task[order], worker=base.worker[order], label=base.label[order]
+        )
+        self.pointer = task_pointer(self._base)
+
+    def compact(self) -> None:
+        """Merge the tail into the base: one sorted pass over all annotations."""
+        self.sort()
+        everything = np.arange(self.n_tasks)
+        codes = self.rows_of(everything)
+        counts = self.task_counts()  # before the pointer changes
+        self._base = self._base._replace(
+            task=codes[0].astype(np.int32),
+            worker=codes[1],
+            label=codes[2],
+            task_ids=self.task_ids,
+            truth=self.truth,
+        )
+        self.pointer = np.zeros(self.n_tasks + 1, dtype=np.int64)
+        np.cumsum(counts, out=self.pointer[1:])
+        empty = np.zeros(0, dtype=np.int32)
+        self.tail = (empty, empty, empty)
+        self.design = None
+
+    def cell_sums(self, values: np.ndarray, k: int) -> np.ndarray:
+        """Per task, the sum over its annotations of ``values[worker * K + label]``
+        (float64, all tasks): one sparse product over the base (its design is built
+        once per base, then kept) and a pass over the tail."""
+        self.sort()
+        if self.design is None:
+            base = self._base
+            held = len(self.pointer) - 1
+            columns = base.worker.astype(np.int64) * k + base.label
+            if not is_sorted(base.task):
+                columns = columns[base.by_task.order]
+            self.design = sp.csr_matrix(
+                (np.ones(len(columns)), columns, self.pointer),
+                shape=(held, max(len(values), int(columns.max(initial=-1)) + 1)),
+            )
+        design = self.design
+        width = design.shape[1]
+        part = values[:width] if len(values) >= width else np.pad(values, (0, width - len(values)))
+        sums = np.zeros(self.n_tasks, dtype=np.float64)
+        sums[: design.shape[0]] = design @ part.astype(design.dtype)
+        tail_task, tail_worker, tail_label = self.tail
+        if len(tail_task):
+            weights = values[tail_worker.astype(np.int64) * k + tail_label]
+            sums += np.bincount(tail_task, weights=weights, minlength=self.n_tasks)
+        return sums
+
+    def task_counts(self) -> np.ndarray:
+        """Annotations per task (int64, cached)."""
+        if self._counts is None:
+            self.sort()
+            counts = np.zeros(self.n_tasks, dtype=np.int64)
+            base = np.diff(self.pointer)
+            counts[: len(base)] = base
+            if len(self.tail[0]):
+                counts += np.bincount(self.tail[0], minlength=self.n_tasks)
+            self._counts = counts
+        return self._counts
+
+    def rows_of(self, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The annotations of the given tasks, task after task (each task's base rows,
+        then its tail rows): local task codes (position in ``tasks``), workers, labels."""
+        self.sort()
+        tasks = np.asarray(tasks, dtype=np.int64)
+        n_held = len(self.pointer) - 1  # tasks after those have no base row
+        inside = np.minimum(tasks, n_held)
+        base_start, base_stop = self.pointer[inside], self.pointer[np.minimum(tasks + 1, n_held)]
+        base_stop = np.where(tasks < n_held, base_stop, base_start)
+        tail_task = self.tail[0]
+        tail_start = np.searchsorted(tail_task, tasks, side="left")
+        tail_stop = np.searchsorted(tail_task, tasks, side="right")
+        n_base, n_tail = base_stop - base_start, tail_stop - tail_start
+        offsets = np.zeros(len(tasks), dtype=np.int64)
+        np.cumsum((n_base + n_tail)[:-1], out=offsets[1:])
+        total = int(n_base.sum() + n_tail.sum())
+        local = np.repeat(np.arange(len(tasks), dtype=np.int32), n_base + n_tail)
+        worker = np.empty(total, dtype=np.int32)
+        label = np.empty(total, dtype=np.int32)
+        at_base = _ranges(offsets, offsets + n_base)
+        rows = _ranges(base_start, base_stop)
+        worker[at_base] = self._base.worker[rows]
+        label[at_base] = self._base.label[rows]
+        if len(tail_task):
+            at_tail = _ranges(offsets + n_base, offsets + n_base + n_tail)
+            rows = _ranges(tail_start, tail_stop)
+            worker[at_tail] = self.tail[1][rows]
+            label[at_tail] = self.tail[2][rows]
+        if len(tasks) == self.n_tasks and total == self.n_annotations:
+            return tasks.astype(np.int32)[local], worker, label  # everything: global codes
+        return local, worker, label
+
+    def block(self, tasks: np.ndarray) -> Block:
+        """A block of the given tasks' annotations, local task codes in their order."""
+        local, worker, label = self.rows_of(tasks)
+        return make_block(0, len(tasks), local, worker, label)
+
+    def appended(
+        self,
+        task: np.ndarray,
+        worker: np.ndarray,
+        label: np.ndarray,
+        task_ids: np.ndarray,
+        worker_ids: np.ndarray,
+        truth: np.ndarray | None,
+    ) -> AnnotationStore:
+        """A new store with these annotations added (codes in this store's code space
+        extended by ``task_ids``/``worker_ids``, sorted by task); shares the base.
+        Compacts when the tail outgrows :data:`COMPACT_SHARE` of the base."""
+        self.sort()
+        out = AnnotationStore.__new__(AnnotationStore)
+        out._base, out.pointer, out.design = self._base, self.pointer, self.design
+        out.task_ids, out.worker_ids, out.classes = task_ids, worker_ids, self.classes
+        out.truth = truth
+        old_tail = self.tail
+        n_tasks = len(task_ids)
+        # new rows after the held tail rows of their task: positions in the merged tail
+        held_before = np.searchsorted(old_tail[0], task, side="right")
+        at_new = held_before + np.arange(len(task))
+        keep = np.ones(len(old_tail[0]) + len(task), dtype=bool)
+        keep[at_new] = False
+        out.tail = tuple(
+            _interleave(held, fresh, keep, at_new)
+            for held, fresh in zip(old_tail, (task, worker, label), strict=True)
+        )
+        counts = np.zeros(n_tasks, dtype=np.int64)
+        if self._counts is not None:
+            counts[: len(self._counts)] = self._counts
+            counts += np.bincount(task, minlength=n_tasks)
+            out._counts = counts
+        else:
+            out._counts = None
+        if len(out.tail[0]) > COMPACT_SHARE * max(out.n_base, 1):
+            out.compact()
+        return out
+
+
+#: The tail of an :class:`AnnotationStore` is merged into its base when it holds more
+#: than this share of the base's annotations (amortised: with 1 % updates, one full
+#: pass every 10 updates).
+COMPACT_SHARE = 0.1
+
+
+def _grouped_positions(
+    n_groups: int, group_a: np.ndarray, group_b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of two group-sorted sequences merged group by group, each group's
+    ``a`` rows before its ``b`` rows."""
+    counts_a = np.bincount(group_a, minlength=n_groups)
+    counts_b = np.bincount(group_b, minlength=n_groups)
+    b_before = np.concatenate([[0], np.cumsum(counts_b)])
+    a_through = np.cumsum(counts_a)
+    at_a = np.arange(len(group_a)) + b_before[group_a]
+    at_b = np.arange(len(group_b)) + a_through[group_b]
+    return at_a, at_b
+
+
+def append_annotations(
+    store: AnnotationStore, new: CrowdData, new_classes: bool = False
+) -> Merge | None:
+    """The merge of ``new`` into ``store`` by appending (O(new + tail)), or None when
+    the new ids would move held codes (a task, worker or class id that sorts before a
+    held one, or new classes): :func:`merge_annotations` then does the full merge.
+
+    Raises the same CrowdDataError as :func:`merge_annotations`.
+    """
+    if new.is_anonymous:
+        raise CrowdDataError("partial_fit needs worker ids; the annotations are anonymous")
+    _, class_map, new_class_codes, fresh_classes = _union_ids(store.classes, new.classes, "class")
+    if len(fresh_classes):
+        return None
+    task_ids, task_map, new_task_codes, fresh_tasks = _union_ids(
+        store.task_ids, new.task_ids, "task"
+    )
+    worker_ids, worker_map, new_worker_codes, fresh_workers = _union_ids(
+        store.worker_ids, new.worker_ids, "worker"
+    )
+    if not (_is_identity(task_map) and _is_identity(worker_map)):
+        return None
+    store.sort()
+    n_tasks, n_workers = len(task_ids), len(worker_ids)
+    new_task = new_task_codes[new.task]
+    order = np.argsort(new_task, kind="stable")
+    new_task = new_task[order].astype(np.int32)
+    new_worker = new_worker_codes[new.worker[order]].astype(np.int32)
+    new_label = new_class_codes[new.label[order]].astype(np.int32)
+    first = np.ones(len(new_task), dtype=bool)  # new_task is sorted: no hash table
+    np.not_equal(new_task[1:], new_task[:-1], out=first[1:])
+    touched = new_task[first].astype(np.int64)
+    held_local, held_worker, held_label = store.rows_of(touched)
+    new_local = np.searchsorted(touched, new_task).astype(np.int32)
+    _refuse_held_pairs(
+        touched, held_local, held_worker, new_local, new_worker, n_workers, task_ids, worker_ids
+    )
+    # the touched tasks' block: each task's held rows, then its new ones
+    at_held, at_new = _grouped_positions(len(touched), held_local, new_local)
+    size = len(held_local) + len(new_local)
+    is_new = np.zeros(size, dtype=bool)
+    is_new[at_new] = True
+    local = np.empty(size, dtype=np.int32)
+    worker = np.empty(size, dtype=np.int32)
+    label = np.empty(size, dtype=np.int32)
+    for out, held, fresh in (
+        (local, held_local, new_local),
+        (worker, held_worker, new_worker),
+        (label, held_label, new_label),
+    ):
+        out[at_held] = held
+        out[at_new] = fresh
+    truth = store.truth
+    if truth is not None or new.truth is not None:
+        truth = np.full(n_tasks, -1, dtype=np.int32)
+        if store.truth is not None:
+            truth[: len(store.truth)] = store.truth
+        if new.truth is not None:
+            known = np.flatnonzero(new.truth >= 0)
+            truth[new_task_codes[known]] = new_class_codes[new.truth[known]]
+    merged = store.appended(new_task, new_worker, new_label, task_ids, worker_ids, truth)
+    return Merge(
+        store=merged,
+        task_map=task_map,
+        worker_map=worker_map,
+        class_map=class_map,
+        touched=touched,
+        is_new=is_new,
+        n_new=new.n_annotations,
+        n_new_tasks=len(fresh_tasks),
+        n_new_workers=len(fresh_workers),
+        n_new_classes=0,
+        touched_block=make_block(0, len(touched), local, worker, label),
+    )
 
 
 # ------------------------------------------------------------------ mixins
@@ -364,24 +750,54 @@ def remap_table(values: np.ndarray, merge: Merge) -> np.ndarray:
 class IncrementalMixin:
     """``partial_fit`` for aggregators; subclasses implement ``_partial_update(merge)``.
 
-    ``fit`` keeps the annotations (``crowd_``); ``partial_fit`` merges the new ones in
-    and calls ``_partial_update``, which sets ``probas_`` and the learned parameters
-    for the merged data; labels, ids and classes are then re-derived for all tasks.
+    ``fit`` keeps the annotations (``crowd_``, held in an :class:`AnnotationStore`);
+    ``partial_fit`` merges the new ones in and calls ``_partial_update``, which sets
+    ``probas_`` and the learned parameters for the merged data. Labels are then
+    re-derived for all tasks, or, when ``_partial_update`` leaves ``_changed`` (the
+    task codes whose posteriors it recomputed), for those tasks only (the others'
+    labels are known not to change).
     """
 
-    crowd_: CrowdData
     #: Learned attributes a state file holds (besides probas_, labels_ and crowd_).
     state_attributes: ClassVar[tuple[str, ...]] = ()
+    _store: AnnotationStore
+
+    @property
+    def crowd_(self) -> CrowdData:
+        """All annotations fitted so far, sorted by task code (a pending tail of
+        appended annotations is merged in first: one pass over them)."""
+        store = self.__dict__.get("_store")
+        if store is None:
+            if "_other_crowd" in self.__dict__:  # e.g. the Dask engine's DistributedCrowd
+                return self.__dict__["_other_crowd"]
+            raise AttributeError("crowd_")
+        return store.data()
+
+    @crowd_.setter
+    def crowd_(self, data: CrowdData) -> None:
+        if isinstance(data, CrowdData):
+            self._store = AnnotationStore(data)
+        else:  # another engine's collection: kept as it is, not for partial_fit
+            self.__dict__.pop("_store", None)
+            self.__dict__["_other_crowd"] = data
 
     def fit(self, data: CrowdData, **fit_params: Any) -> Any:
         """Fit on ``data`` and keep it (``crowd_``) for :meth:`partial_fit`."""
         super().fit(data, **fit_params)  # type: ignore[misc]
-        self.crowd_ = data
         # The task pointer of sorted data, when the fit's block reader has it (free).
         reader = getattr(self, "_reader", None)
         sorted_rows = isinstance(reader, BlockReader) and reader.sorted
-        self._pointer = reader.indptr if sorted_rows else None
+        self._store = AnnotationStore(data, reader.indptr if sorted_rows else None)
+        self._after_fit()
         return self
+
+    def _after_fit(self) -> None:
+        """Hook: what a subclass records after a fit (or a refit within an update)."""
+
+    def _appends(self, refresh: int) -> bool:
+        """Whether an update with this ``refresh`` may append to the store (it does not
+        need all annotations as one CrowdData)."""
+        return False
 
     def partial_fit(
         self, new: CrowdData | pd.DataFrame, *, new_classes: bool = False, refresh: int = 1
@@ -398,16 +814,20 @@ class IncrementalMixin:
         refresh : int, default 1
             Incremental EM (Dawid-Skene, one-coin) only: how many passes over all
             annotations end the update. 1: one E-step over all tasks, so that every
-            posterior is computed under the final parameters. 0 (or False): only the
-            tasks that received annotations move (the others keep the posteriors of
-            their last update, as in Neal & Hinton's incremental EM), no pass over
-            all annotations besides the merge. ``n > 1``: then ``n - 1`` full EM
-            iterations, warm-started (closer to a refit, each as costly as one of
-            its iterations).
+            posterior is computed under the final parameters. 0 (or False): no pass
+            over all annotations; the labels are still exactly those of a full E-step
+            under the final parameters (ties broken as ``break_ties`` does): only the
+            tasks whose label a bound on the change of their log-odds cannot rule
+            out are recomputed, with the touched ones; the other tasks keep the
+            posteriors of their last update (see
+            :mod:`crowdlearn.aggregation._incremental_em`). ``n > 1``: then ``n - 1``
+            full EM iterations, warm-started (closer to a refit, each as costly as
+            one of its iterations).
 
         After the call every fitted attribute describes all annotations so far;
-        ``crowd_`` holds them (sorted by task) and ``last_update_`` says what was
-        added and how long the update took.
+        ``crowd_`` holds them and ``last_update_`` says what was added and how long
+        the update took. With ``refresh=0``, ``probas_`` and ``labels_`` may be
+        updated in place (arrays read from them before the call can change).
         """
         if not 0 <= int(refresh) == refresh:
             raise ValueError(f"refresh must be a non-negative integer, got {refresh!r}")
@@ -415,9 +835,8 @@ class IncrementalMixin:
         if not isinstance(crowd, CrowdData):
             raise TypeError(f"partial_fit expects a CrowdData or a DataFrame, got {type(new)}")
         start = time.perf_counter()
-        if not hasattr(self, "crowd_"):
+        if "_store" not in self.__dict__:
             self.fit(crowd)
-            self._pointer = None
             self.last_update_ = {
                 "n_new": crowd.n_annotations,
                 "n_new_tasks": crowd.n_tasks,
@@ -426,17 +845,35 @@ class IncrementalMixin:
                 "seconds": time.perf_counter() - start,
             }
             return self
-        pointer = getattr(self, "_pointer", None)
-        merge = merge_annotations(self.crowd_, crowd, new_classes, old_pointer=pointer)
+        store = self._store
+        merge = None
+        if self._appends(int(refresh)):
+            merge = append_annotations(store, crowd, new_classes)
+        if merge is None:
+            merge = merge_annotations(store.data(), crowd, new_classes, old_pointer=store.pointer)
         self._refresh = int(refresh)
+        self._changed: np.ndarray | None = None
         self._partial_update(merge)
-        self._pointer = merge.pointer  # crowd_ is now sorted by task
-        data = merge.data
-        self.labels_ = break_ties(self.probas_, self.tie_break, self.random_state)  # type: ignore[attr-defined]
-        self.classes_ = data.classes
-        self.task_ids_ = data.task_ids
-        self.worker_ids_ = data.worker_ids
-        self.crowd_ = data
+        self._store = merge.store
+        changed = self._changed
+        if changed is None:
+            self.labels_ = break_ties(self.probas_, self.tie_break, self.random_state)  # type: ignore[attr-defined]
+        else:
+            if _is_identity(merge.task_map):
+                labels = _grown(self.labels_, merge.n_tasks)
+            else:  # held tasks moved: their labels move with them
+                labels = np.empty(merge.n_tasks, dtype=self.labels_.dtype)
+                labels[merge.task_map] = self.labels_
+            labels[changed] = break_ties_rows(
+                self.probas_[changed],
+                changed,
+                self.tie_break,  # type: ignore[attr-defined]
+                self.random_state,  # type: ignore[attr-defined]
+            )
+            self.labels_ = labels
+        self.classes_ = merge.store.classes
+        self.task_ids_ = merge.store.task_ids
+        self.worker_ids_ = merge.store.worker_ids
         self.last_update_ = {
             "n_new": merge.n_new,
             "n_new_tasks": merge.n_new_tasks,
@@ -444,10 +881,35 @@ class IncrementalMixin:
             "n_new_classes": merge.n_new_classes,
             "seconds": time.perf_counter() - start,
         }
+        if changed is not None:
+            self.last_update_["n_recomputed"] = len(changed)
         return self
 
     def _partial_update(self, merge: Merge) -> None:
         raise NotImplementedError
+
+
+def _grown(values: np.ndarray, n_rows: int) -> np.ndarray:
+    """``values`` with ``n_rows`` rows: the same array when it has them, the leading
+    rows of its base when that has room (a buffer left by an earlier growth), else a
+    new buffer with room for a quarter more rows (amortised O(1) growth). The rows
+    after the held ones are left uninitialised."""
+    if len(values) == n_rows:
+        return values
+    base = values.base
+    if (
+        isinstance(base, np.ndarray)
+        and base.shape[1:] == values.shape[1:]
+        and base.dtype == values.dtype
+        and base.flags.c_contiguous
+        and values.flags.c_contiguous
+        and len(base) >= n_rows
+        and base.__array_interface__["data"][0] == values.__array_interface__["data"][0]
+    ):
+        return base[:n_rows]
+    buffer = np.empty((n_rows + n_rows // 4, *values.shape[1:]), dtype=values.dtype)
+    buffer[: len(values)] = values
+    return buffer[:n_rows]
 
 
 class RefitMixin(IncrementalMixin):
@@ -468,8 +930,9 @@ class VoteCountMixin(IncrementalMixin):
     def _partial_update(self, merge: Merge) -> None:
         data = merge.data
         counts = remap_table(self.vote_counts_, merge)
-        rows = gather_rows(merge.pointer, merge.touched)[merge.is_new]
-        np.add.at(counts, (data.task[rows], data.label[rows]), 1)
+        block = merge.block()
+        new = merge.is_new
+        np.add.at(counts, (merge.touched[block.task[new]], block.label[new]), 1)
         self.vote_counts_ = counts
         self._from_counts(data)
 

@@ -17,6 +17,25 @@ counts and class totals). A fit keeps the statistics of its last M-step
    frequencies, the start of a fit;
 4. one E-step over all tasks gives every posterior under the final parameters.
 
+``refresh=0`` replaces step 4 by a bounded one that keeps the labels exact.
+A task's unnormalised log-posterior for class ``k`` is ``log rho_k + sum over its
+annotations (w, l) of log P_w(l | k)``; when the parameters move, the log-odds of any
+two classes change by at most ``B_i = range_k(delta log rho_k) + sum over the task's
+annotations of range_k(delta log P_w(l | k))`` (``range`` = max - min over classes;
+one-coin's ``log P_w(l | k)`` is ``log s_w`` for ``k == l``, else ``log((1 - s_w) / (K
+- 1))``). Each task keeps ``_margins``, a lower bound of its label's log-odds against
+the next class under the current parameters. A task whose bound exceeds ``B_i`` (by
+:data:`MARGIN_SLACK`, for rounding and break_ties' tie tolerance) cannot change label:
+its posterior is kept (stale) and its bound lowered by ``B_i``, so it stays valid over
+consecutive updates. The other tasks, the touched ones and new ones get an E-step on
+their rows (their margins are then exact). ``B_i`` is first bounded with no pass over
+annotations (``range + n_i * max`` of the per-cell ranges); when that leaves more than
+:data:`DESIGN_SHARE` of the tasks unsure (Dawid-Skene: a few sparse confusion cells
+move much), the exact ``B_i`` of all tasks is one sparse product with the base's
+(worker, label) design. Unknown margins come from ``probas_`` when these are the
+posteriors under the current parameters (after a fit without gold, or a full
+E-step), else every task is recomputed once.
+
 A batch of more than :data:`LARGE_BATCH` (5 %) of all annotations is a refit on the
 merged annotations instead (the refit's result; the merge still saves re-reading).
 
@@ -36,10 +55,12 @@ import numpy as np
 import pandas as pd
 
 from crowdlearn.aggregation._blocks import Block, block_vote_counts, frequencies
+from crowdlearn.aggregation._design import normalise_log, one_hot_argmax
 from crowdlearn.aggregation._incremental import (
     IncrementalMixin,
     Merge,
-    gather_tasks,
+    _grown,
+    _is_identity,
     remap_table,
     sub_block,
 )
@@ -58,9 +79,11 @@ class IncrementalEMMixin(IncrementalMixin):
     Subclasses define ``_block_statistics(block, probas, n_workers)`` (a tuple of
     arrays summed over tasks), ``_remap_statistics(stats, merge)``,
     ``_set_statistics(stats, n_workers)`` (the M-step from the summed statistics;
-    it keeps them in ``_statistics``), ``_block_posteriors(block)`` (E-step of a
-    block: posteriors and log-likelihood) and ``_prepare(data)`` (what ``_e_step``
-    needs to run over all of ``data``).
+    it keeps them in ``_statistics``), ``_block_log_scores(block)`` (the unnormalised
+    log-posteriors ``log rho_k + sum log P(label | class k)`` of a block's tasks),
+    ``_log_tables()`` (the log prior and the (n_workers * K, K) table of ``log P(label
+    l | class k)`` in row ``worker * K + l``, from which those scores are sums) and
+    ``_prepare(data)`` (what ``_e_step`` needs to run over all of ``data``).
     """
 
     _statistics: tuple[np.ndarray, ...]
@@ -68,22 +91,46 @@ class IncrementalEMMixin(IncrementalMixin):
     history_: pd.DataFrame
     max_iter: int
     tol: float
+    #: Per task, a lower bound on the log-odds of its label against the next class
+    #: under the current parameters (None: unknown, see :meth:`_held_margins`).
+    _margins: np.ndarray | None = None
+    #: Whether ``probas_`` are the posteriors of every task under the current
+    #: parameters (after a fit or a full E-step; not after a ``refresh=0`` update).
+    _probas_exact: bool = False
+
+    def _after_fit(self) -> None:
+        gold = getattr(self, "_gold", None)
+        clamped = gold is not None and bool(np.any(gold >= 0))
+        self._margins = None
+        self._probas_exact = not (clamped or getattr(self, "hard", False))
+        designs = getattr(self, "_designs", None)  # Dawid-Skene's, unchunked: all tasks
+        store = self.__dict__.get("_store")
+        if store is not None and designs is not None and len(designs) == 1:
+            design = designs[0][1]
+            if design.shape[0] == store.n_tasks and store.n_annotations == design.nnz:
+                store.design = design  # the base's design, kept for the label bound
+
+    def _appends(self, refresh: int) -> bool:
+        return refresh == 0
 
     def _partial_update(self, merge: Merge) -> None:
-        data = merge.data
-        if merge.n_new > LARGE_BATCH * data.n_annotations:
-            self._fit(data)  # type: ignore[attr-defined]  # a refit: EM from the votes
+        if merge.n_new > LARGE_BATCH * merge.n_annotations:
+            self._fit(merge.data)  # type: ignore[attr-defined]  # a refit: EM from the votes
+            self._store = merge.store
+            self._after_fit()
             return
         start = time.perf_counter()
         dtype = self.probas_.dtype
-        k = data.n_classes
+        k = merge.n_classes
+        n_workers = merge.n_workers
         refresh = int(getattr(self, "_refresh", 1))
+        before = self._log_tables() if refresh == 0 else None
         local = touched_posteriors(self.probas_, merge)
 
-        block = gather_tasks(data, merge.pointer, merge.touched)
+        block = merge.block()
         old_part = sub_block(block, ~merge.is_new)
         stats = self._remap_statistics(self._statistics, merge)
-        held = self._block_statistics(old_part, local, data.n_workers)
+        held = self._block_statistics(old_part, local, n_workers)
         fixed = tuple(a - b for a, b in zip(stats, held, strict=True))
 
         fresh = np.flatnonzero(~old_part.annotated)
@@ -95,12 +142,11 @@ class IncrementalEMMixin(IncrementalMixin):
         previous = -np.inf
         iterations = 0
         converged = False
+        margins = np.zeros(0)
         for iterations in range(1, self.max_iter + 1):  # noqa: B007
-            part = self._block_statistics(block, local, data.n_workers)
-            self._set_statistics(
-                tuple(a + b for a, b in zip(fixed, part, strict=True)), data.n_workers
-            )
-            local, likelihood = self._block_posteriors(block)
+            part = self._block_statistics(block, local, n_workers)
+            self._set_statistics(tuple(a + b for a, b in zip(fixed, part, strict=True)), n_workers)
+            local, likelihood, margins = self._block_posteriors(block)
             objective = likelihood / max(len(block.task), 1)
             if abs(objective - previous) < self.tol:
                 converged = True
@@ -109,6 +155,7 @@ class IncrementalEMMixin(IncrementalMixin):
 
         rows = []
         if refresh >= 1:
+            data = merge.data
             self._prepare(data, merge.pointer)
             self.probas_ = np.empty((data.n_tasks, k), dtype=dtype)
             objective = float(self._e_step(data)) / data.n_annotations  # type: ignore[attr-defined]
@@ -118,19 +165,131 @@ class IncrementalEMMixin(IncrementalMixin):
                 self._m_step(data)  # type: ignore[attr-defined]
                 objective = float(self._e_step(data)) / data.n_annotations  # type: ignore[attr-defined]
                 rows.append((iterations, objective))
-        else:  # only the touched tasks' posteriors move (refresh=False)
-            probas = remap_table(self.probas_, merge)
-            probas[merge.touched] = local
-            unlabelled = np.ones(data.n_tasks, dtype=bool)  # new tasks without annotations
-            unlabelled[merge.task_map] = False
-            unlabelled[merge.touched] = False
-            probas[unlabelled] = self.priors_  # the posterior of a task without labels
-            self.probas_ = probas
+            self._margins = None
+            self._probas_exact = not getattr(self, "hard", False)
+        else:
+            assert before is not None
+            self._settle(merge, before, local, margins)
             self._blocks = self._designs = None  # the held ones describe the old data
             rows.append((iterations, np.nan))
+        self._local_design = None  # the local EM's block design (Dawid-Skene)
         self.converged_ = converged
         self.n_iter_ = iterations
         self._append_history(rows, time.perf_counter() - start)
+
+    def _block_posteriors(self, block: Block) -> tuple[np.ndarray, float, np.ndarray]:
+        """E-step of a block: posteriors, log-likelihood and the log-odds margins (the
+        top class against the next) of its tasks."""
+        scores = self._block_log_scores(block)
+        margins = top_margins(scores)
+        probas, log_norm = normalise_log(scores)
+        if getattr(self, "hard", False):
+            probas = one_hot_argmax(probas)
+        return probas, float(log_norm.sum()), margins
+
+    def _settle(
+        self,
+        merge: Merge,
+        before: tuple[np.ndarray, np.ndarray],
+        local: np.ndarray,
+        local_margins: np.ndarray,
+    ) -> None:
+        """``refresh=0``: the posteriors that a full E-step under the final parameters
+        could move to another label, recomputed; the others kept (module docstring).
+
+        Sets ``probas_`` (in place when no task is new), ``_margins`` and
+        ``_changed`` (the recomputed task codes, whose labels are re-derived).
+        """
+        n_tasks, k = merge.n_tasks, merge.n_classes
+        eps = MARGIN_SLACK[np.dtype(self.probas_.dtype).name]
+        margins = self._held_margins(merge)
+        # Bound on the change of any task's log-odds: c0 from the prior, r per
+        # (worker, label) row (new workers: 0, their rows are all in touched tasks).
+        prior_before, table_before = before
+        prior_after, table_after = self._log_tables()
+        if merge.n_new_classes:
+            margins[:] = -np.inf  # every task gains a class: recompute all
+            c0, spread = 0.0, np.zeros(len(table_after))
+        else:
+            held = _remap_table_rows(table_before, merge.worker_map, table_after)
+            delta = table_after - held
+            spread = delta.max(axis=1) - delta.min(axis=1) if k else np.zeros(len(delta))
+            shift = prior_after - prior_before
+            c0 = float(shift.max() - shift.min()) if k else 0.0
+        largest = float(spread.max()) if len(spread) else 0.0
+        store = merge.store
+        chunked = getattr(self, "chunk_size", None) is not None
+        if store.design is not None and not chunked:
+            known, crude = np.zeros(0, dtype=np.int64), None  # the exact bound below
+            recompute: list[np.ndarray] = []
+        else:  # crude bound without a pass over the annotations: c0 + n_i * max r
+            crude = store.task_counts() * largest
+            crude += c0
+            unsure = margins - crude <= eps
+            unsure[merge.touched] = False
+            candidates = np.flatnonzero(unsure)
+            finite = np.isfinite(margins[candidates])
+            known = candidates[finite]
+            recompute = [candidates[~finite]]
+        if crude is None or (len(known) > DESIGN_SHARE * n_tasks and not chunked):
+            # the exact bound of every task in one sparse product with the base's
+            # (worker, label) design (Dawid-Skene's fit hands it over)
+            bound = store.cell_sums(spread, k)
+            bound += c0
+            margins -= bound
+            unsure = margins <= eps
+            unsure[merge.touched] = False
+            recompute = [np.flatnonzero(unsure)]
+        else:
+            margins -= crude  # the skipped tasks' new lower bound (others overwritten)
+            if len(known):  # the exact bound c0 + sum of r over the task's annotations
+                held_margins = margins[known] + crude[known]
+                cand_local, cand_worker, cand_label = merge.store.rows_of(known)
+                weights = spread[cand_worker.astype(np.int64) * k + cand_label]
+                bound = c0 + np.bincount(cand_local, weights=weights, minlength=len(known))
+                sure = held_margins - bound > eps
+                margins[known[sure]] = held_margins[sure] - bound[sure]
+                recompute.append(known[~sure])
+        extra = np.sort(np.concatenate(recompute))
+        probas = self._grown_probas(merge)
+        probas[merge.touched] = local
+        margins[merge.touched] = local_margins
+        if len(extra):
+            posteriors, _, extra_margins = self._block_posteriors(merge.store.block(extra))
+            probas[extra] = posteriors
+            margins[extra] = extra_margins
+        self.probas_ = probas
+        self._margins = margins
+        self._probas_exact = False
+        self._changed = np.sort(np.concatenate([merge.touched, extra]))  # disjoint
+
+    def _held_margins(self, merge: Merge) -> np.ndarray:
+        """The margins' lower bounds before this update, in the merged task codes
+        (new tasks: -inf, recomputed). Unknown margins come from ``probas_`` when
+        those are exact posteriors (after a fit or a full E-step), else are -inf
+        (every task recomputed: one E-step, once)."""
+        n_old = len(self.probas_)
+        held = self._margins
+        if held is None or len(held) != n_old:
+            if self._probas_exact:  # room for the new tasks: no copy below
+                held = probas_margins(self.probas_, merge.n_tasks + merge.n_tasks // 4)
+            else:
+                held = np.full(n_old, -np.inf)
+        if _is_identity(merge.task_map):
+            margins = _grown(held, merge.n_tasks)
+            margins[n_old:] = -np.inf
+        else:
+            margins = np.full(merge.n_tasks, -np.inf)
+            margins[merge.task_map] = held
+        return margins
+
+    def _grown_probas(self, merge: Merge) -> np.ndarray:
+        """``probas_`` in the merged codes: the same array (or its buffer) when tasks
+        and classes kept their codes, else a new one; new tasks' rows are filled by
+        the caller (they are recomputed)."""
+        if len(merge.class_map) == merge.n_classes and _is_identity(merge.task_map):
+            return _grown(self.probas_, merge.n_tasks)
+        return remap_table(self.probas_, merge)
 
     def _append_history(self, rows: list[tuple[int, float]], seconds: float) -> None:
         """One history row per full pass of an update, numbered after the fit's."""
@@ -165,7 +324,10 @@ class IncrementalEMMixin(IncrementalMixin):
     def _set_statistics(self, stats: tuple[np.ndarray, ...], n_workers: int) -> None:
         raise NotImplementedError
 
-    def _block_posteriors(self, block: Block) -> tuple[np.ndarray, float]:
+    def _block_log_scores(self, block: Block) -> np.ndarray:
+        raise NotImplementedError
+
+    def _log_tables(self) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
 
     def _prepare(self, data: CrowdData, indptr: np.ndarray | None = None) -> None:
@@ -175,7 +337,7 @@ class IncrementalEMMixin(IncrementalMixin):
 def touched_posteriors(probas: np.ndarray, merge: Merge) -> np.ndarray:
     """The held posteriors of the touched tasks in the merged codes (zeros for new
     tasks and new classes), without moving the whole table."""
-    out = np.zeros((len(merge.touched), merge.data.n_classes), dtype=probas.dtype)
+    out = np.zeros((len(merge.touched), merge.n_classes), dtype=probas.dtype)
     slot = np.searchsorted(merge.task_map, merge.touched)  # task_map is increasing
     slot = np.minimum(slot, len(merge.task_map) - 1)
     held = np.flatnonzero(merge.task_map[slot] == merge.touched)
@@ -185,14 +347,14 @@ def touched_posteriors(probas: np.ndarray, merge: Merge) -> np.ndarray:
 
 def remap_class_totals(totals: np.ndarray, merge: Merge) -> np.ndarray:
     """Per-class statistics moved to the merged class codes (new classes: 0)."""
-    out = np.zeros(merge.data.n_classes, dtype=totals.dtype)
+    out = np.zeros(merge.n_classes, dtype=totals.dtype)
     out[merge.class_map] = totals
     return out
 
 
 def remap_worker_values(values: np.ndarray, merge: Merge) -> np.ndarray:
     """Per-worker statistics moved to the merged worker codes (new workers: 0)."""
-    out = np.zeros(merge.data.n_workers, dtype=values.dtype)
+    out = np.zeros(merge.n_workers, dtype=values.dtype)
     out[merge.worker_map] = values
     return out
 
@@ -200,10 +362,71 @@ def remap_worker_values(values: np.ndarray, merge: Merge) -> np.ndarray:
 def remap_confusion_counts(counts: np.ndarray, merge: Merge) -> np.ndarray:
     """Dawid-Skene's (n_workers * K, K) (worker, label) x class counts moved to the
     merged worker and class codes (new workers and classes: 0)."""
-    data = merge.data
     k_old = len(merge.class_map)
-    k = data.n_classes
+    k = merge.n_classes
+    if k_old == k and _is_identity(merge.worker_map):
+        out = np.zeros((merge.n_workers * k, k), dtype=counts.dtype)
+        out[: len(counts)] = counts
+        return out
     cube = counts.reshape(len(merge.worker_map), k_old, k_old)
-    out = np.zeros((data.n_workers, k, k), dtype=counts.dtype)
+    out = np.zeros((merge.n_workers, k, k), dtype=counts.dtype)
     out[np.ix_(merge.worker_map, merge.class_map, merge.class_map)] = cube
-    return out.reshape(data.n_workers * k, k)
+    return out.reshape(merge.n_workers * k, k)
+
+
+#: When the crude bound leaves more than this share of the tasks unsure, the exact
+#: bound of every task is one sparse product (cheaper than gathering their rows).
+DESIGN_SHARE = 0.02
+
+#: Safety margin of the label test, by dtype: a task is skipped only when its bound
+#: leaves more than this (covers the rounding of the log-odds and break_ties' 1e-12
+#: tie tolerance on probabilities).
+MARGIN_SLACK = {"float64": 1e-7, "float32": 1e-3}
+
+
+def top_margins(scores: np.ndarray) -> np.ndarray:
+    """Per row, the largest score minus the next one (inf with one column)."""
+    n, k = scores.shape
+    if k < 2:
+        return np.full(n, np.inf)
+    part = np.partition(scores, k - 2, axis=1)
+    return (part[:, k - 1] - part[:, k - 2]).astype(np.float64)
+
+
+def probas_margins(probas: np.ndarray, capacity: int = 0) -> np.ndarray:
+    """Lower bounds of the log-odds margins from normalised posteriors: ``log p_top -
+    log p_next``, the next one floored at a normal number (a smaller stored value
+    means a smaller true one, so the floor only lowers the bound).
+
+    The result (float64, one per row) is the leading part of a buffer of
+    ``capacity`` rows when that is larger (see ``_grown``)."""
+    n, k = probas.shape
+    top = np.empty(max(n, capacity))[:n]
+    if k < 2:
+        top[:] = np.inf
+        return top
+    # the two largest of each row, column by column (no sort of the table)
+    np.maximum(probas[:, 0], probas[:, 1], out=top)
+    second = np.minimum(probas[:, 0], probas[:, 1]).astype(np.float64, copy=False)
+    for column in range(2, k):
+        values = probas[:, column]
+        np.maximum(second, np.minimum(top, values), out=second)
+        np.maximum(top, values, out=top)
+    floor = 1e-300 if probas.dtype == np.float64 else 1e-37
+    np.maximum(second, floor, out=second)
+    np.log(top, out=top)
+    np.log(second, out=second)
+    top -= second
+    return top
+
+
+def _remap_table_rows(table: np.ndarray, worker_map: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """The old (workers * K, K) table moved to the merged worker codes; a new
+    worker's rows are those of ``after`` (a zero change: all its annotations are
+    in touched tasks, which are recomputed)."""
+    k = table.shape[1]
+    if _is_identity(worker_map) and table.shape == after.shape:
+        return table
+    out = after.copy().reshape(-1, k, k)
+    out[worker_map] = table.reshape(len(worker_map), k, k)
+    return out.reshape(-1, k)

@@ -12,7 +12,13 @@ One ``.npz`` file (NumPy's zip of arrays, written without pickles and read with
   arrays), the known truth if any;
 * the learned arrays: ``probas_``, ``labels_``, the method's ``state_attributes``
   (confusion matrices, skills, abilities, vote counts...) and the M-step statistics
-  of incremental EM.
+  of incremental EM; for incremental EM also ``margins`` (each task's lower bound of
+  its label's log-odds margin, kept by ``partial_fit(refresh=0)``) when known, and
+  the scalar ``_probas_exact``. A file without them (older files) is safe: the next
+  ``refresh=0`` update then recomputes every task once.
+
+Saving reads ``crowd_``, which merges a pending tail of appended annotations into the
+others first (the file holds them sorted by task, with their task pointer).
 
 The file is written atomically (:func:`crowdlearn._atomic.atomic_open`): a failure
 leaves the previous state file as it was.
@@ -31,6 +37,8 @@ import pandas as pd
 
 from crowdlearn._atomic import atomic_open
 from crowdlearn._json import jsonable as _jsonable
+from crowdlearn.aggregation._blocks import is_sorted
+from crowdlearn.aggregation._incremental import AnnotationStore
 from crowdlearn.data import CrowdData, CrowdDataError
 
 FORMAT = "crowdlearn-state"
@@ -86,9 +94,12 @@ def save_state(
         arrays[field] = _storable_ids(getattr(crowd, field), field)
     if crowd.truth is not None:
         arrays["truth"] = crowd.truth
-    pointer = getattr(model, "_pointer", None)
+    pointer = model._store.pointer  # crowd_ above merged any appended tail in
     if pointer is not None:
         arrays["pointer"] = pointer
+    margins = getattr(model, "_margins", None)
+    if margins is not None:
+        arrays["margins"] = margins
     attributes = list(model.state_attributes)
     for attribute in attributes:
         arrays[f"attr{attribute}"] = np.asarray(getattr(model, attribute))
@@ -108,7 +119,7 @@ def save_state(
         "n_statistics": n_statistics,
         "scalars": {
             key: _jsonable(getattr(model, key))
-            for key in ("n_iter_", "converged_")
+            for key in ("n_iter_", "converged_", "_probas_exact")
             if hasattr(model, key)
         },
         "history": None if history is None else history.to_dict(orient="list"),
@@ -155,8 +166,13 @@ def load_state(path: str | os.PathLike[str]) -> Any:
                 **ids,
             )
             _check_codes(crowd, path)
-            model.crowd_ = crowd
-            model._pointer = archive["pointer"] if "pointer" in archive.files else None
+            pointer = archive["pointer"] if "pointer" in archive.files else None
+            sorted_rows = pointer is not None and is_sorted(crowd.task)
+            if pointer is not None and (len(pointer) != crowd.n_tasks + 1 or not sorted_rows):
+                raise CrowdDataError(f"{path}: a damaged crowdlearn state file (pointer)")
+            model._store = AnnotationStore(crowd, pointer)
+            if "margins" in archive.files:
+                model._margins = archive["margins"]
             model.probas_ = archive["probas_"]
             model.labels_ = archive["labels_"]
             for attribute in meta["attributes"]:

@@ -131,7 +131,10 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
     incremental EM (:mod:`crowdlearn.aggregation._incremental_em`): EM on the tasks
     that received annotations, the other tasks' M-step statistics held fixed, then one
     E-step over all tasks (``refresh=1``); a batch of more than 5 % of all annotations
-    is a refit on all of them. Tolerance, tested (tests/aggregation/test_incremental.py)
+    is a refit on all of them. ``refresh=0`` skips that E-step but keeps the labels
+    equal to its labels: only the tasks whose label a bound on the change of their
+    log-odds cannot rule out are recomputed (the others keep the posteriors of their
+    last update). Tolerance, tested (tests/aggregation/test_incremental.py)
     on simulated crowds of 2,000 tasks fitted on most annotations, then given 1 to 3
     batches of 0.5 to 4 % each: labels equal to a refit's on at least 98 % of the tasks
     and class probabilities within 0.05 of the refit's on at least 85 % of them
@@ -288,7 +291,7 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
     def _block_statistics(
         self, block: Block, probas: np.ndarray, n_workers: int
     ) -> tuple[np.ndarray, ...]:
-        design = block_design(block, n_workers, probas.shape[1], probas.dtype)
+        design = self._cached_design(block, n_workers, probas.shape[1], probas.dtype)
         return confusion_statistics(design, block, probas)
 
     def _remap_statistics(
@@ -301,11 +304,26 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
         self._dtype = float_dtype(self.dtype)
         self._set_parameters(stats[0], stats[1], n_workers)
 
-    def _block_posteriors(self, block: Block) -> tuple[np.ndarray, float]:
+    def _block_log_scores(self, block: Block) -> np.ndarray:
         n_workers, k = self.confusions_.shape[:2]
-        design = block_design(block, n_workers, k, self._dtype)
-        table = log_confusion_table(self.confusions_)
-        return posterior_block(design, table, np.log(self.priors_), None, self.hard)
+        design = self._cached_design(block, n_workers, k, self._dtype)
+        scores = np.asarray(design @ log_confusion_table(self.confusions_))
+        scores += np.log(self.priors_)
+        return scores
+
+    def _log_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.log(self.priors_), log_confusion_table(self.confusions_)
+
+    def _cached_design(self, block: Block, n_workers: int, k: int, dtype: Any) -> Any:
+        """The block's design, built once for the iterations of a local EM (the last
+        block asked for is kept, keyed by identity and shape)."""
+        key = (id(block), n_workers, k, np.dtype(dtype))
+        cached = self.__dict__.get("_local_design")
+        if cached is not None and cached[0] == key and cached[1] is block:
+            return cached[2]
+        design = block_design(block, n_workers, k, dtype)
+        self._local_design = (key, block, design)
+        return design
 
 
 def confusion_statistics(

@@ -70,7 +70,8 @@ class OneCoinDawidSkene(IncrementalEMMixin, IterativeAggregator):
     Notes
     -----
     :meth:`partial_fit` adds annotations by incremental EM, as
-    :class:`~crowdlearn.aggregation.DawidSkene` does. Tested tolerance (same crowds):
+    :class:`~crowdlearn.aggregation.DawidSkene` does (``refresh=0``: labels those of a
+    full E-step, see there). Tested tolerance (same crowds):
     labels equal to a refit's on at least 98 % of the tasks, class probabilities within
     0.05 on at least 95 % (``refresh=3``: 99 % and 95 %).
 
@@ -167,8 +168,30 @@ class OneCoinDawidSkene(IncrementalEMMixin, IterativeAggregator):
         self._dtype = float_dtype(self.dtype)
         self._set_parameters(*stats)
 
-    def _block_posteriors(self, block: Block) -> tuple[np.ndarray, float]:
-        return one_coin_posterior_block(block, self.skills_, self.priors_)
+    def _block_log_scores(self, block: Block) -> np.ndarray:
+        k = len(self.priors_)
+        skill = self.skills_[block.worker]
+        log_wrong = np.log((1 - skill) / max(k - 1, 1))
+        return correctness_scores(
+            block.task,
+            block.label,
+            block.n_tasks,
+            k,
+            np.log(skill),
+            log_wrong,
+            np.log(self.priors_),
+        )
+
+    def _log_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """The log prior and the (n_workers * K, K) table of ``log P(label l | class
+        k)`` in row ``worker * K + l``: log skill where ``k == l``, else the log of
+        the share of an error."""
+        k = len(self.priors_)
+        log_right = np.log(self.skills_)
+        log_wrong = np.log((1 - self.skills_) / max(k - 1, 1))
+        table = np.repeat(log_wrong, k * k).reshape(-1, k, k)
+        table[:, np.arange(k), np.arange(k)] = log_right[:, None]
+        return np.log(self.priors_), table.reshape(-1, k)
 
     @property
     def confusions_(self) -> np.ndarray:

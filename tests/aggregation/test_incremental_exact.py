@@ -1,0 +1,155 @@
+"""``partial_fit(refresh=0)``: labels equal to a full E-step's, the appended tail of
+annotations, and state files in the middle of a run of updates."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crowdlearn import CrowdData
+from crowdlearn.aggregation import (
+    DawidSkene,
+    OneCoinDawidSkene,
+    _incremental,
+    load_state,
+    save_state,
+)
+from crowdlearn.aggregation._base import break_ties, break_ties_rows
+from crowdlearn.simulate import independent_confusion
+
+EM = (DawidSkene, OneCoinDawidSkene)
+
+
+def full_e_step_labels(model: object) -> np.ndarray:
+    """The labels of an E-step over all annotations under the model's parameters,
+    computed here from ``confusions_`` and ``priors_`` annotation by annotation."""
+    data = model.crowd_
+    log_conf = np.log(model.confusions_)  # [worker, class, label]
+    scores = np.tile(np.log(model.priors_), (data.n_tasks, 1))
+    np.add.at(scores, data.task, log_conf[data.worker, :, data.label])
+    scores -= scores.max(axis=1, keepdims=True)
+    probas = np.exp(scores)
+    probas /= probas.sum(axis=1, keepdims=True)
+    return break_ties(probas, model.tie_break, model.random_state)
+
+
+def batches_by_arrival(seed: int, n_batches: int, ordered: bool) -> list[CrowdData]:
+    """A crowd split into a first batch and ``n_batches`` small ones: by task id
+    (new tasks come last, plus late labels on held tasks) or in a random order."""
+    data = independent_confusion(n_worker=30, n_task=600, n_classes=3, feedback=4, seed=seed)
+    frame = data.to_frame()[["task", "worker", "label"]]
+    rng = np.random.default_rng(seed)
+    if ordered:
+        late = rng.random(len(frame)) < 0.02
+        key = np.where(late, rng.integers(0, len(frame), len(frame)), np.arange(len(frame)))
+        frame = frame.iloc[np.argsort(key, kind="stable")]
+    else:
+        frame = frame.iloc[rng.permutation(len(frame))]
+    n_small = max(len(frame) // 100, 1)
+    first = len(frame) - n_batches * n_small
+    bounds = [0, first, *[first + (i + 1) * n_small for i in range(n_batches)]]
+    return [
+        CrowdData.from_frame(frame.iloc[a:b].reset_index(drop=True))
+        for a, b in itertools.pairwise(bounds)
+    ]
+
+
+def triples(data: CrowdData) -> np.ndarray:
+    rows = np.stack(
+        [data.task_ids[data.task], data.worker_ids[data.worker], data.classes[data.label]],
+        axis=1,
+    ).astype(np.int64)
+    return rows[np.lexsort(rows.T[::-1])]
+
+
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(
+    seed=st.integers(0, 10_000),
+    ordered=st.booleans(),
+    cls=st.sampled_from(EM),
+    tie_break=st.sampled_from(["random", "lowest"]),
+)
+def test_refresh_0_labels_equal_a_full_e_step_after_every_update(seed, ordered, cls, tie_break):
+    batches = batches_by_arrival(seed, 5, ordered)
+    model = cls(progress=False, tie_break=tie_break).fit(batches[0])
+    for batch in batches[1:]:
+        model.partial_fit(batch, refresh=0)
+        np.testing.assert_array_equal(model.labels_, full_e_step_labels(model))
+        assert model.last_update_["n_recomputed"] <= model.crowd_.n_tasks
+
+
+@pytest.mark.parametrize("cls", EM)
+def test_the_bound_skips_tasks_and_stays_exact_over_many_updates(cls):
+    batches = batches_by_arrival(3, 12, ordered=True)
+    model = cls(progress=False).fit(batches[0])
+    skipped = 0
+    for batch in batches[1:]:
+        model.partial_fit(batch, refresh=0)
+        skipped += model.crowd_.n_tasks - model.last_update_["n_recomputed"]
+        np.testing.assert_array_equal(model.labels_, full_e_step_labels(model))
+    assert skipped > 0  # the bound does spare work
+
+
+@pytest.mark.parametrize("cls", EM)
+def test_appended_tail_and_its_compaction_hold_every_annotation(cls, monkeypatch):
+    monkeypatch.setattr(_incremental, "COMPACT_SHARE", 0.025)
+    batches = batches_by_arrival(5, 8, ordered=True)
+    model = cls(progress=False).fit(batches[0])
+    tails = []
+    for number, batch in enumerate(batches[1:], start=2):
+        model.partial_fit(batch, refresh=0)
+        tails.append(len(model._store.tail[0]))
+        held = CrowdData.from_arrays(
+            np.concatenate([b.task_ids[b.task] for b in batches[:number]]),
+            np.concatenate([b.worker_ids[b.worker] for b in batches[:number]]),
+            np.concatenate([b.classes[b.label] for b in batches[:number]]),
+        )
+        # through the store's rows: crowd_ would merge the tail in
+        store = model._store
+        _local, worker, label = store.rows_of(np.arange(store.n_tasks))
+        counts = store.task_counts()
+        rebuilt = CrowdData.from_arrays(
+            store.task_ids[np.repeat(np.arange(store.n_tasks), counts)],
+            store.worker_ids[worker],
+            store.classes[label],
+        )
+        np.testing.assert_array_equal(triples(rebuilt), triples(held))
+    np.testing.assert_array_equal(triples(model.crowd_), triples(held))
+    assert len(model._store.tail[0]) == 0  # crowd_ merged the tail into the base
+    assert model._store.pointer is not None
+    np.testing.assert_array_equal(np.diff(model._store.pointer), np.bincount(model.crowd_.task))
+    assert max(tails) > 0  # the updates appended...
+    assert 0 in tails  # ...and the tail was merged in
+
+
+@pytest.mark.parametrize("cls", EM)
+def test_a_state_file_in_a_run_of_refresh_0_updates_continues_exactly(tmp_path, cls):
+    batches = batches_by_arrival(9, 4, ordered=True)
+    model = cls(progress=False).fit(batches[0])
+    for batch in batches[1:3]:
+        model.partial_fit(batch, refresh=0)
+    save_state(model, tmp_path / "state.npz")
+    loaded = load_state(tmp_path / "state.npz")
+    np.testing.assert_array_equal(loaded._margins, model._margins)
+    for batch in batches[3:]:
+        model.partial_fit(batch, refresh=0)
+        loaded.partial_fit(batch, refresh=0)
+    np.testing.assert_array_equal(loaded.labels_, model.labels_)
+    np.testing.assert_array_equal(loaded.probas_, model.probas_)
+    np.testing.assert_array_equal(loaded.labels_, full_e_step_labels(loaded))
+
+
+def test_break_ties_of_some_rows_equals_break_ties_of_the_table():
+    rng = np.random.default_rng(0)
+    table = rng.integers(0, 3, (3000, 4)).astype(float)  # many ties
+    rows = np.sort(rng.choice(3000, 1500, replace=False))
+    expected = break_ties(table, "random", 7)[rows]
+    np.testing.assert_array_equal(break_ties_rows(table[rows], rows, "random", 7), expected)
+    few = rows[:20]
+    np.testing.assert_array_equal(
+        break_ties_rows(table[few], few, "random", 7), break_ties(table, "random", 7)[few]
+    )
