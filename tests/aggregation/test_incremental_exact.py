@@ -19,6 +19,7 @@ from crowdlearn.aggregation import (
     save_state,
 )
 from crowdlearn.aggregation._base import break_ties, break_ties_rows
+from crowdlearn.aggregation._incremental import AnnotationStore
 from crowdlearn.simulate import independent_confusion
 
 EM = (DawidSkene, OneCoinDawidSkene)
@@ -153,3 +154,35 @@ def test_break_ties_of_some_rows_equals_break_ties_of_the_table():
     np.testing.assert_array_equal(
         break_ties_rows(table[few], few, "random", 7), break_ties(table, "random", 7)[few]
     )
+
+
+@pytest.mark.parametrize("per_worker", [False, True])
+def test_cell_sums_by_segments_then_by_design_equal_a_direct_sum(per_worker):
+    # a base in no particular order, with tasks that have no annotation, plus a tail
+    rng = np.random.default_rng(5)
+    k, n_tasks, n_workers = 3, 40, 7
+    task = rng.integers(0, n_tasks, 300)
+    task[task == 3] = 4  # task 3 has no annotation
+    worker = rng.integers(0, n_workers, 300)
+    label = rng.integers(0, k, 300)
+    base = CrowdData(task, worker, label, n_tasks=n_tasks, n_workers=n_workers, n_classes=k,
+                     duplicates="keep")  # fmt: skip
+    store = AnnotationStore(base)
+    tail = (
+        np.array([1, 3, 3], np.int32),
+        np.array([0, 2, 6], np.int32),
+        np.array([2, 0, 1], np.int32),
+    )
+    store.tail = tail
+    values = rng.random((n_workers, k))
+    if per_worker:  # one value per worker, as one-coin's bound has
+        values = np.repeat(values[:, :1], k, axis=1)
+    expected = np.zeros(n_tasks)
+    np.add.at(expected, task, values[worker, label])
+    np.add.at(expected, tail[0], values[tail[1], tail[2]])
+    first = store.cell_sums(values.ravel(), k)  # segment sums over the sorted base
+    assert store.design is None
+    second = store.cell_sums(values.ravel(), k)  # the design, built and kept
+    assert store.design is not None
+    np.testing.assert_allclose(first, expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(second, expected, rtol=1e-12, atol=1e-12)

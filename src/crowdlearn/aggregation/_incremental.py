@@ -468,6 +468,10 @@ class AnnotationStore:
         # when built (or handed over by a fit): per-task sums of a per-cell value in
         # one sparse product.
         self.design: Any = None
+        # How many per-task sums (cell_sums) this base has served: the first is a
+        # bincount pass, the design is built from the second on (a state loaded in a
+        # fresh process for one update never pays for a design it uses once).
+        self.bounds = 0
 
     # sizes
     @property
@@ -535,9 +539,34 @@ class AnnotationStore:
 
     def cell_sums(self, values: np.ndarray, k: int) -> np.ndarray:
         """Per task, the sum over its annotations of ``values[worker * K + label]``
-        (float64, all tasks): one sparse product over the base (its design is built
-        once per base, then kept) and a pass over the tail."""
+        (float64, all tasks): a pass over the tail, and over the base a bincount the
+        first time, then one sparse product with its design (built on the second call,
+        then kept: sequences of updates amortise it, a single one does not pay it)."""
         self.sort()
+        self.bounds += 1
+        if self.design is None and self.bounds == 1:
+            base = self._base
+            table = np.asarray(values, dtype=np.float64).reshape(-1, k)
+            if (table == table[:, :1]).all():  # one value per worker (one-coin)
+                weights = table[:, 0][base.worker]
+            else:
+                weights = table.reshape(-1)[base.worker.astype(np.int64) * k + base.label]
+            # the base is in task order: one segment sum per task with annotations
+            starts = self.pointer[:-1]
+            filled = np.flatnonzero(np.diff(self.pointer) > 0)
+            sums = np.zeros(self.n_tasks, dtype=np.float64)
+            if len(filled):
+                sums[filled] = np.add.reduceat(weights, starts[filled])
+        else:
+            sums = self._design_sums(values, k)
+        tail_task, tail_worker, tail_label = self.tail
+        if len(tail_task):
+            weights = values[tail_worker.astype(np.int64) * k + tail_label]
+            sums += np.bincount(tail_task, weights=weights, minlength=self.n_tasks)
+        return sums
+
+    def _design_sums(self, values: np.ndarray, k: int) -> np.ndarray:
+        """The base's part of :meth:`cell_sums` by its sparse design (built once)."""
         if self.design is None:
             base = self._base
             held = len(self.pointer) - 1
@@ -553,10 +582,6 @@ class AnnotationStore:
         part = values[:width] if len(values) >= width else np.pad(values, (0, width - len(values)))
         sums = np.zeros(self.n_tasks, dtype=np.float64)
         sums[: design.shape[0]] = design @ part.astype(design.dtype)
-        tail_task, tail_worker, tail_label = self.tail
-        if len(tail_task):
-            weights = values[tail_worker.astype(np.int64) * k + tail_label]
-            sums += np.bincount(tail_task, weights=weights, minlength=self.n_tasks)
         return sums
 
     def task_counts(self) -> np.ndarray:
@@ -623,6 +648,7 @@ class AnnotationStore:
         self.sort()
         out = AnnotationStore.__new__(AnnotationStore)
         out._base, out.pointer, out.design = self._base, self.pointer, self.design
+        out.bounds = self.bounds
         out.task_ids, out.worker_ids, out.classes = task_ids, worker_ids, self.classes
         out.truth = truth
         old_tail = self.tail
