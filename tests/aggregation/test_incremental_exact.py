@@ -14,12 +14,12 @@ from crowdlearn import CrowdData
 from crowdlearn.aggregation import (
     DawidSkene,
     OneCoinDawidSkene,
-    _incremental,
+    _annotation_store,
     load_state,
     save_state,
 )
+from crowdlearn.aggregation._annotation_store import AnnotationStore
 from crowdlearn.aggregation._base import break_ties, break_ties_rows
-from crowdlearn.aggregation._incremental import AnnotationStore
 from crowdlearn.simulate import independent_confusion
 
 EM = (DawidSkene, OneCoinDawidSkene)
@@ -97,7 +97,7 @@ def test_the_bound_skips_tasks_and_stays_exact_over_many_updates(cls):
 
 @pytest.mark.parametrize("cls", EM)
 def test_appended_tail_and_its_compaction_hold_every_annotation(cls, monkeypatch):
-    monkeypatch.setattr(_incremental, "COMPACT_SHARE", 0.025)
+    monkeypatch.setattr(_annotation_store, "COMPACT_SHARE", 0.025)
     batches = batches_by_arrival(5, 8, ordered=True)
     model = cls(progress=False).fit(batches[0])
     tails = []

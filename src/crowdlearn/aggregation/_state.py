@@ -37,8 +37,8 @@ import pandas as pd
 
 from crowdlearn._atomic import atomic_open
 from crowdlearn._json import jsonable as _jsonable
+from crowdlearn.aggregation._annotation_store import AnnotationStore
 from crowdlearn.aggregation._blocks import is_sorted
-from crowdlearn.aggregation._incremental import AnnotationStore
 from crowdlearn.data import CrowdData, CrowdDataError
 
 FORMAT = "crowdlearn-state"
