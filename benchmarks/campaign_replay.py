@@ -68,7 +68,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 #: (all ten by default: three orders proved too few, see the page's notes).
 CLEANLAB_ORDERS = 10
 #: ... except on the two costliest crowds (ActiveLab's cost grows with tasks, annotators
-#: and rounds; these two have the most of all three), which run fewer.
+#: and rounds; these two took the longest per order), which run fewer.
 CLEANLAB_ORDER_CAP = {"rte": 6, "zencrowd_all": 3}
 QUICK_VARIANTS: tuple[str, ...] = ()
 #: A round buys labels for the larger of this share of the tasks ...
