@@ -15,6 +15,9 @@ from crowdlearn.aggregation import (
     DawidSkene,
     OneCoinDawidSkene,
     _annotation_store,
+    _base,
+    _incremental,
+    _incremental_em,
     load_state,
     save_state,
 )
@@ -186,3 +189,70 @@ def test_cell_sums_by_segments_then_by_design_equal_a_direct_sum(per_worker):
     assert store.design is not None
     np.testing.assert_allclose(first, expected, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(second, expected, rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 40),
+    st.integers(1, 6),
+    st.sampled_from([np.float64, np.float32]),
+    st.integers(0, 2**31 - 1),
+)
+def test_row_maxima_walked_by_column_equal_numpy_reductions(n, k, dtype, seed):
+    """The column walks (cache-sized chunks, here 7 rows) give argmax, the tie count,
+    the top-two margin and the posterior margin bound of numpy's row reductions."""
+    rng = np.random.default_rng(seed)
+    table = rng.integers(0, 4, (n, k)).astype(dtype)  # many ties
+    table[rng.random((n, k)) < 0.3] = rng.random()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_incremental_em, "_MARGIN_CHUNK", 7)
+        labels, count = _base._top_and_ties(table)
+        best = table.max(axis=1, keepdims=True)
+        np.testing.assert_array_equal(labels, table.argmax(axis=1))
+        np.testing.assert_array_equal(count, (table >= best - 1e-12).sum(axis=1))
+        margins = _incremental_em.top_margins(table)
+        positive = table.astype(np.float64) + 0.5  # posteriors: rows sum to one
+        probas = (positive / positive.sum(axis=1, keepdims=True)).astype(dtype)
+        probas[rng.random(n) < 0.2, 0] = 0.0  # a class ruled out
+        bounds = _incremental_em.probas_margins(probas, capacity=n + 3)
+    if k == 1:
+        assert np.isinf(margins).all() and np.isinf(bounds).all()
+        return
+    ordered = np.sort(table.astype(np.float64), axis=1)
+    np.testing.assert_array_equal(margins, ordered[:, -1] - ordered[:, -2])
+    top_two = np.sort(probas.astype(np.float64), axis=1)[:, -2:]
+    floor = 1e-300 if dtype == np.float64 else 1e-37
+    expected = np.log(top_two[:, 1]) - np.log(np.maximum(top_two[:, 0], floor))
+    np.testing.assert_allclose(bounds, expected, rtol=1e-12, atol=1e-12)
+    assert bounds.base is not None and len(bounds.base) == n + 3  # room to grow
+
+
+def test_ties_of_a_table_with_nan_fall_back_to_numpy():
+    table = np.array([[np.nan, 1.0], [2.0, 2.0], [0.0, 1.0]])
+    labels, count = _base._top_and_ties(table)
+    np.testing.assert_array_equal(labels, table.argmax(axis=1))
+    np.testing.assert_array_equal(count, [0, 2, 1])
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.integers(-50, 50), unique=True, max_size=12),
+    st.lists(st.integers(-80, 120), unique=True, min_size=1, max_size=12),
+)
+def test_union_of_sorted_ids_keeps_every_code_consistent(old, new):
+    """Merged ids hold every old and new id once and the maps point at them; the merge
+    stays sorted when the fresh ids come sorted or all after the held ones (then in
+    any order, and no held code moves)."""
+    old_ids, new_ids = np.array(sorted(old), dtype=np.int64), np.array(new, dtype=np.int64)
+    merged, old_map, new_map, fresh = _incremental._union_ids(old_ids, new_ids, "task")
+    np.testing.assert_array_equal(merged[old_map], old_ids)
+    np.testing.assert_array_equal(merged[new_map], new_ids)
+    assert sorted(set(old) | set(new)) == sorted(merged.tolist())
+    assert len(merged) == len(set(old) | set(new))
+    assert set(fresh.tolist()) == set(new) - set(old)
+    fresh_in_order = [i for i in new if i not in set(old)]
+    after = len(old) == 0 or min(new) > max(old)
+    if after or fresh_in_order == sorted(fresh_in_order):
+        assert merged.tolist() == sorted(merged.tolist())
+    if after:
+        np.testing.assert_array_equal(old_map, np.arange(len(old)))

@@ -259,12 +259,11 @@ def break_ties_rows(
         return break_ties(scores, tie_break, random_state)
     if random_state is None:
         return break_ties(scores, tie_break, random_state)  # its error
-    best = scores.max(axis=1, keepdims=True)
-    is_max = scores >= best - 1e-12  # as in break_ties
-    labels = scores.argmax(axis=1)
-    tied = np.flatnonzero(is_max.sum(axis=1) > 1)
+    labels, n_top = _top_and_ties(scores)
+    tied = np.flatnonzero(n_top > 1)
     if len(tied) == 0:
         return labels
+    best = scores[tied].max(axis=1, keepdims=True)
     k = scores.shape[1]
     tied_rows = np.asarray(rows)[tied]
     if len(tied) <= 1000:
@@ -276,8 +275,31 @@ def break_ties_rows(
     else:
         keys = np.random.default_rng(random_state).random((int(tied_rows.max()) + 1, k))
         keys = keys[tied_rows]
-    labels[tied] = np.where(is_max[tied], keys, -1.0).argmax(axis=1)
+    is_max = scores[tied] >= best - 1e-12  # as in break_ties
+    labels[tied] = np.where(is_max, keys, -1.0).argmax(axis=1)
     return labels
+
+
+def _top_and_ties(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the first column of the largest score (``argmax``) and how many
+    scores are within 1e-12 of it (as in :func:`break_ties`). A few columns are
+    walked one at a time on a transposed copy: numpy's reductions along a short last
+    axis cost several times more."""
+    n, k = scores.shape
+    if k > 16 or n == 0 or np.isnan(scores).any():
+        best = scores.max(axis=1, keepdims=True)
+        return scores.argmax(axis=1), (scores >= best - 1e-12).sum(axis=1)
+    columns = scores.T.copy()
+    best = columns[0].copy()
+    labels = np.zeros(n, dtype=np.int64)
+    for column in range(1, k):
+        labels[columns[column] > best] = column
+        np.maximum(best, columns[column], out=best)
+    best -= 1e-12
+    count = np.zeros(n, dtype=np.int64)
+    for values in columns:
+        count += values >= best
+    return labels, count
 
 
 def float_dtype(dtype: Any) -> np.dtype:

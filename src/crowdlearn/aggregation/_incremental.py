@@ -153,22 +153,36 @@ def _union_ids(old: np.ndarray, new: np.ndarray, what: str) -> tuple[np.ndarray,
     if len(fresh_rows) == 0:
         return old, np.arange(len(old)), position.astype(np.int64), new[:0]
     fresh = new[fresh_rows]
-    if ordered and _is_increasing(fresh):
+    after_held = ordered and _all_after(fresh, old)
+    if ordered and not after_held and _is_increasing(fresh):
         slots = np.searchsorted(old, fresh)
         merged = np.insert(old, slots, fresh)
         shift = np.zeros(len(old) + 1, dtype=np.int64)
         np.add.at(shift, slots, 1)
         old_map = np.arange(len(old)) + np.cumsum(shift)[: len(old)]
         fresh_codes = slots + np.arange(len(fresh))
-    else:
-        merged = np.concatenate([old, fresh])
+    else:  # appended (ids after every held one keep the merged ids sorted)
+        merged = np.concatenate([old, np.sort(fresh) if after_held else fresh])
         old_map = np.arange(len(old))
         fresh_codes = len(old) + np.arange(len(fresh))
+        if after_held:  # the new rows' codes follow their ids' sorted order
+            fresh_codes[np.argsort(fresh, kind="stable")] = fresh_codes.copy()
     new_map = np.zeros(len(new), dtype=np.int64)
     known = position >= 0
     new_map[known] = old_map[position[known]]
     new_map[fresh_rows] = fresh_codes
     return merged, old_map, new_map, fresh
+
+
+def _all_after(fresh: np.ndarray, old: np.ndarray) -> bool:
+    """Whether every fresh id sorts after the last of the (sorted) old ids: they are
+    then appended, with no held code moving."""
+    if len(old) == 0:
+        return True
+    try:
+        return bool(np.min(fresh) > old[-1])
+    except TypeError:  # ids that do not compare
+        return False
 
 
 def _id_kind(ids: np.ndarray) -> str:
@@ -180,6 +194,8 @@ def _id_kind(ids: np.ndarray) -> str:
 
 
 def _is_increasing(ids: np.ndarray) -> bool:
+    if ids.dtype.kind in "iuf":  # one vectorised comparison (NaN compares False)
+        return len(ids) < 2 or bool(np.all(ids[1:] >= ids[:-1]))
     try:
         return bool(pd.Index(ids).is_monotonic_increasing)
     except TypeError:

@@ -338,6 +338,10 @@ def touched_posteriors(probas: np.ndarray, merge: Merge) -> np.ndarray:
     """The held posteriors of the touched tasks in the merged codes (zeros for new
     tasks and new classes), without moving the whole table."""
     out = np.zeros((len(merge.touched), merge.n_classes), dtype=probas.dtype)
+    if _is_identity(merge.task_map) and len(merge.class_map) == merge.n_classes:
+        held = merge.touched[merge.touched < len(probas)]  # codes kept: no search
+        out[: len(held)] = probas[held]  # touched is sorted: the held ones first
+        return out
     slot = np.searchsorted(merge.task_map, merge.touched)  # task_map is increasing
     slot = np.minimum(slot, len(merge.task_map) - 1)
     held = np.flatnonzero(merge.task_map[slot] == merge.touched)
@@ -389,8 +393,29 @@ def top_margins(scores: np.ndarray) -> np.ndarray:
     n, k = scores.shape
     if k < 2:
         return np.full(n, np.inf)
-    part = np.partition(scores, k - 2, axis=1)
-    return (part[:, k - 1] - part[:, k - 2]).astype(np.float64)
+    top, second = _top_two(scores)
+    top -= second
+    return top
+
+
+def _top_two(table: np.ndarray, top: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The largest and the next largest value of each row (float64, k >= 2), column
+    by column on transposed chunks that fit in cache (a column of a C-ordered table
+    is a strided read; ``np.partition`` along a short axis costs several times more).
+    ``top``: a float64 buffer of one value per row to write the largest into."""
+    n = len(table)
+    top = np.empty(n) if top is None else top
+    second = np.empty(n)
+    for start in range(0, n, _MARGIN_CHUNK):
+        columns = table[start : start + _MARGIN_CHUNK].T.astype(np.float64)  # (k, m)
+        high = top[start : start + len(columns[0])]
+        low = second[start : start + len(columns[0])]
+        np.maximum(columns[0], columns[1], out=high)
+        np.minimum(columns[0], columns[1], out=low)
+        for values in columns[2:]:
+            np.maximum(low, np.minimum(high, values), out=low)
+            np.maximum(high, values, out=high)
+    return top, second
 
 
 def probas_margins(probas: np.ndarray, capacity: int = 0) -> np.ndarray:
@@ -401,23 +426,18 @@ def probas_margins(probas: np.ndarray, capacity: int = 0) -> np.ndarray:
     The result (float64, one per row) is the leading part of a buffer of
     ``capacity`` rows when that is larger (see ``_grown``)."""
     n, k = probas.shape
-    top = np.empty(max(n, capacity))[:n]
+    out = np.empty(max(n, capacity))[:n]
     if k < 2:
-        top[:] = np.inf
-        return top
-    # the two largest of each row, column by column (no sort of the table)
-    np.maximum(probas[:, 0], probas[:, 1], out=top)
-    second = np.minimum(probas[:, 0], probas[:, 1]).astype(np.float64, copy=False)
-    for column in range(2, k):
-        values = probas[:, column]
-        np.maximum(second, np.minimum(top, values), out=second)
-        np.maximum(top, values, out=top)
-    floor = 1e-300 if probas.dtype == np.float64 else 1e-37
-    np.maximum(second, floor, out=second)
-    np.log(top, out=top)
-    np.log(second, out=second)
-    top -= second
-    return top
+        out[:] = np.inf
+        return out
+    top, second = _top_two(probas, out)
+    np.maximum(second, 1e-300 if probas.dtype == np.float64 else 1e-37, out=second)
+    np.divide(top, second, out=out)
+    return np.log(out, out=out)  # one log of the ratio: top / floor stays finite
+
+
+#: Rows of a table transposed at once by :func:`_top_two` (cache-sized chunks).
+_MARGIN_CHUNK = 1 << 14
 
 
 def _remap_table_rows(table: np.ndarray, worker_map: np.ndarray, after: np.ndarray) -> np.ndarray:
