@@ -256,3 +256,27 @@ def test_union_of_sorted_ids_keeps_every_code_consistent(old, new):
         assert merged.tolist() == sorted(merged.tolist())
     if after:
         np.testing.assert_array_equal(old_map, np.arange(len(old)))
+
+
+@pytest.mark.parametrize("model_class", EM)
+def test_new_tasks_go_into_the_spare_rows_the_fit_left(model_class):
+    """The fit's posterior table has spare rows: an update that adds tasks writes
+    them there (no copy of the table), and the result equals a copied table's."""
+    crowd = independent_confusion(n_worker=12, n_task=400, n_classes=3, feedback=4, seed=5)
+    ids = crowd.task_ids[crowd.task]
+    late = crowd.task >= 396
+    old, new = (
+        CrowdData.from_arrays(ids[rows], crowd.worker[rows], crowd.label[rows])
+        for rows in (~late, late)
+    )
+    model = model_class(progress=False).fit(old)
+    before = model.probas_
+    assert before.base is not None and len(before.base) >= 400
+    model.partial_fit(new, refresh=0)
+    assert np.shares_memory(model.probas_, before)
+    compact = model_class(progress=False).fit(old)
+    compact.probas_ = compact.probas_.copy()  # no spare rows: the update copies
+    compact.partial_fit(new, refresh=0)
+    assert not np.shares_memory(compact.probas_, before)
+    np.testing.assert_array_equal(compact.probas_, model.probas_)
+    np.testing.assert_array_equal(compact.labels_, model.labels_)

@@ -181,8 +181,12 @@ def block_posteriors(
     hard: bool = False,
 ) -> np.ndarray:
     """Initial posteriors (n_tasks, K) from the votes, block by block (no (annotations,)
-    temporary): :func:`frequencies` of each block's vote counts."""
-    probas = np.empty((n_tasks, k), dtype=dtype)
+    temporary): :func:`frequencies` of each block's vote counts.
+
+    The table is the leading rows of a buffer with a quarter more (never written, so
+    never given memory by the system): ``partial_fit`` appends new tasks' rows there
+    instead of copying the table."""
+    probas = np.empty((n_tasks + n_tasks // 4, k), dtype=dtype)[:n_tasks]
     for block in blocks:
         probas[block.start : block.stop] = frequencies(block_vote_counts(block, k), dtype, hard)
     return probas

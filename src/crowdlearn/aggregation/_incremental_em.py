@@ -430,9 +430,12 @@ def probas_margins(probas: np.ndarray, capacity: int = 0) -> np.ndarray:
     if k < 2:
         out[:] = np.inf
         return out
-    top, second = _top_two(probas, out)
-    np.maximum(second, 1e-300 if probas.dtype == np.float64 else 1e-37, out=second)
-    np.divide(top, second, out=out)
+    floor = 1e-300 if probas.dtype == np.float64 else 1e-37
+    for start in range(0, n, _MARGIN_CHUNK):  # chunk by chunk: no (n,) temporary
+        rows = out[start : start + _MARGIN_CHUNK]
+        top, second = _top_two(probas[start : start + _MARGIN_CHUNK], rows)
+        np.maximum(second, floor, out=second)
+        np.divide(top, second, out=rows)
     return np.log(out, out=out)  # one log of the ratio: top / floor stays finite
 
 
