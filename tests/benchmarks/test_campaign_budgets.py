@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from benchmarks._campaign_budgets import budget_headline, budget_tables, share_at
+from benchmarks._campaign_budgets import (
+    budget_headline,
+    budget_tables,
+    saving_difference,
+    share_at,
+)
 from benchmarks.campaign_replay import DatasetSummary
 
 
@@ -47,3 +53,40 @@ def test_budget_tables_count_the_goal_and_compare_with_cleanlab():
     text = budget_headline(summaries, side, goal=0.2)
     assert "k=2: 2 of 2, mean saving 25.0% against cleanlab's 12.5%" in text
     assert "cleanlab" not in budget_headline(summaries, {}, goal=0.2)
+
+
+def raw_rows(policy_at_8: list[float], cleanlab_at_8: list[float]) -> pd.DataFrame:
+    """Replays of 4 tasks (12 labels) on len(orders) orders: uniform buys 4 a round,
+    the other arms reach their accuracy at 8 labels through 6 and 10."""
+    rows = []
+    for order, (ours, theirs) in enumerate(zip(policy_at_8, cleanlab_at_8, strict=True)):
+        arms = {
+            "uniform": ([4, 8, 12], [0.5, 0.75, 1.0]),
+            "policy": ([4, 6, 8, 10, 12], [0.5, 0.7, ours, 0.9, 1.0]),
+            "cleanlab": ([4, 6, 8, 10, 12], [0.5, 0.7, theirs, 0.9, 1.0]),
+        }
+        for arm, (labels, accuracy) in arms.items():
+            rows += [
+                {
+                    "dataset": "toy",
+                    "arm": arm,
+                    "order": order,
+                    "labels": n,
+                    "accuracy": a,
+                    "n_annotations": 12,
+                }
+                for n, a in zip(labels, accuracy, strict=True)
+            ]
+    return pd.DataFrame(rows)
+
+
+def test_saving_difference_is_zero_for_equal_arms_and_signed_otherwise():
+    same = saving_difference(raw_rows([0.8] * 4, [0.8] * 4), {"toy": 4}, reps=50)
+    assert list(same["budget"]) == ["k=2", "k=3", "k=4", "k=5", "all labels"]
+    assert same.iloc[0, 1] == "+0.0" and same.iloc[0, 2] == "+0.0 to +0.0"
+    better = saving_difference(raw_rows([0.8] * 4, [0.72] * 4), {"toy": 4}, reps=50)
+    # uniform's 0.75 at k=2: the policy reaches it at 7 labels, cleanlab at 8.33
+    assert float(better.iloc[0, 1]) == pytest.approx(100 * (8 + 2 * 0.03 / 0.18 - 7) / 8, abs=0.05)
+    low, high = (float(v) for v in better.iloc[0, 2].split(" to "))
+    assert 0 < low <= high
+    assert saving_difference(raw_rows([0.8], [0.8]), {"other": 1}).empty
