@@ -150,4 +150,31 @@ def test_an_existing_output_needs_overwrite_and_new_classes_needs_state(tmp_path
 def test_help_documents_state():
     result = CliRunner().invoke(cli, ["aggregate", "--help"])
     assert "--state FILE" in result.output and "--new-classes" in result.output
+    assert "--refresh N" in result.output
     assert "partial_fit" in result.output
+
+
+def test_refresh_0_updates_as_partial_fit_does_and_needs_state(tmp_path, days):
+    from crowdlearn import CrowdData
+    from crowdlearn.aggregation import DawidSkene
+
+    state = tmp_path / "crowd.state"
+    assert run(days["day1"], "--state", state, "-o", tmp_path / "out1").exit_code == 0
+    result = run(days["day2"], "--state", state, "--refresh", 0, "-o", tmp_path / "out2")
+    assert result.exit_code == 0, result.output
+    day1, day2 = (CrowdData.from_frame(pd.read_csv(days[day])) for day in ("day1", "day2"))
+    fitted = {r: DawidSkene(progress=False).fit(day1).partial_fit(day2, refresh=r) for r in (0, 1)}
+    model = fitted[0]
+    labels = pd.read_csv(tmp_path / "out2" / "labels.csv").set_index("task")["label"]
+    expected = pd.Series(model.classes_[model.labels_], index=model.task_ids_)
+    assert labels.sort_index().equals(expected.sort_index())
+    probas = pd.read_csv(tmp_path / "out2" / "probas.csv").set_index("task")
+    for r, close in ((0, True), (1, False)):
+        other = pd.DataFrame(fitted[r].probas_, index=fitted[r].task_ids_)
+        same = np.allclose(probas.loc[other.index].to_numpy(), other.to_numpy(), atol=1e-9)
+        assert same is close  # the update of refresh 0, not a full E-step's
+    line = error_line(run(days["all"], "--refresh", 0, "-o", tmp_path / "x"))
+    assert "--refresh goes with --state" in line
+    assert (
+        run(days["day2"], "--state", state, "--refresh", -1, "-o", tmp_path / "y").exit_code == 2
+    )

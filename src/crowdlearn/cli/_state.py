@@ -54,8 +54,10 @@ def aggregate_with_state(
     quiet: bool,
     tables_of: Callable[[Any, Any], dict[str, Any]],
     write_table: Callable[[Any, Path, str], Path],
+    refresh: int = 1,
 ) -> None:
-    """Fit or update the model kept in ``state`` with the annotations in ``data``.
+    """Fit or update the model kept in ``state`` with the annotations in ``data``
+    (``refresh``: :meth:`partial_fit`'s, for an update).
 
     ``tables_of(model, crowd)`` and ``write_table(frame, stem, format)`` are the
     ``aggregate`` command's own (passed in: this module does not import it back).
@@ -96,7 +98,7 @@ def aggregate_with_state(
         campaign["strategy"] = model.campaign_.get("strategy", name)
         if "progress" in model.get_params():
             model.set_params(progress=False if quiet else "auto")
-        model.partial_fit(crowd, new_classes=new_classes)
+        model.partial_fit(crowd, new_classes=new_classes, refresh=refresh)
     else:
         assert model is not None
         if "progress" in model.get_params():

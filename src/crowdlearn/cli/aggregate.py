@@ -240,6 +240,16 @@ def aggregation_outputs(model: Any, data: CrowdData) -> dict[str, Any]:
     is_flag=True,
     help="With --state: accept classes that the state does not know yet.",
 )
+@click.option(
+    "--refresh",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="With --state: full E-step passes over all annotations after an update "
+    "(partial_fit's refresh; default 1). 0 recomputes only the tasks whose label the "
+    "update could change (the labels are still those of a full E-step), the fastest; "
+    "2 or more add full EM iterations.",
+)
 @click.option("--scheduler", metavar="ADDRESS", help="Dask scheduler to connect to.")
 @click.option(
     "--local-workers",
@@ -273,6 +283,7 @@ def aggregate(
     engine: str,
     state: str | None,
     new_classes: bool,
+    refresh: int | None,
     scheduler: str | None,
     local_workers: int,
     worker_memory: str,
@@ -296,7 +307,7 @@ def aggregate(
     (partial_fit), writes the outputs for all annotations so far and updates FILE.
     A state of another method or dataset, a class the state does not know (without
     --new-classes) or a (task, worker) pair it already holds: an error, nothing
-    written.
+    written. --refresh 0: the fastest update, with the labels of a full E-step.
     """
     import crowdlearn.cli._kinds as _kinds
     from crowdlearn.aggregation import make_aggregator
@@ -327,10 +338,13 @@ def aggregate(
             quiet,
             aggregation_outputs,
             _write_table,
+            refresh=1 if refresh is None else refresh,
         )
         return
     if new_classes:
         raise CrowdDataError("--new-classes goes with --state")
+    if refresh is not None:
+        raise CrowdDataError("--refresh goes with --state")
     if strategy is None and kind == "comparison" and engine == "dask":
         strategy = "bt"  # the one comparison strategy of the Dask engine
         note("crowdlearn: note: strategy bt (the Dask engine's for pairwise comparisons)")
