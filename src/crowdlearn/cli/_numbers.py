@@ -73,6 +73,8 @@ NUMBERS: dict[str, Bounds] = {
     "--decision-margin": Bounds(0, 1, high_open=True),
     "--decision-level": Bounds(0, 1, low_open=True, high_open=True),
     "--per-task": POSITIVE_INT,
+    # aggregate --state: partial_fit's full E-step passes after an update
+    "--refresh": Bounds(0, integer=True),
 }
 
 

@@ -242,7 +242,7 @@ def aggregation_outputs(model: Any, data: CrowdData) -> dict[str, Any]:
 )
 @click.option(
     "--refresh",
-    type=click.IntRange(min=0),
+    type=number("--refresh"),
     default=None,
     metavar="N",
     help="With --state: full E-step passes over all annotations after an update "
