@@ -53,6 +53,7 @@ from benchmarks._campaign_budgets import (
     labels_to_reach,
     saving_difference,
 )
+from benchmarks._campaign_calibration import STOPS, calibration_table
 from benchmarks._child import checkout_environment
 from benchmarks._registry import BenchResult, register
 from crowdlearn.data import CrowdData
@@ -69,6 +70,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "policy-explore": {"explore": 0.2},
     "policy-glad": {"strategy": "glad"},
     "policy-floor3": {"floor": 3},
+    "policy-in-sample": {"leave_one_out": False},
 }
 #: cleanlab's replays are slow (about 0.1-1 s a round); they run on this many orders
 #: (all ten by default: three orders proved too few, see the page's notes).
@@ -566,6 +568,11 @@ def missed_tasks(data: CrowdData, seed: int, share: float, min_share: float) -> 
     }
 
 
+def policy_state(data: CrowdData, seed: int, labels: int, min_share: float) -> Any:
+    """The revealed labels and their model once the policy has at least ``labels``."""
+    return replay(data, seed, policy_chooser(seed), min_share, 0.0, stop_at=labels).state
+
+
 def figure_of(summary: DatasetSummary, cleanlab: DatasetSummary | None, orders: int) -> Any:
     import matplotlib
 
@@ -709,6 +716,11 @@ def bench_campaign_replay(out: Path, quick: bool, seeds: int) -> BenchResult:
         f"Control: the policy at {CONTROL_SHARE:.0%} of the labels against all the labels "
         "(order 0)"
     ] = control
+    extra[
+        "Control: excess confidence (mean confidence minus accuracy) of the policy's model, "
+        f"in sample and left one task out, at {' and '.join(f'{x:g}' for x in STOPS)} "
+        "labels per task (orders 0-2)"
+    ] = calibration_table(loaded, partial(policy_state, min_share=min_share))
     figures = {
         s.name: figure_of(s, side.get(s.name), cleanlab_orders.get(s.name, 0)) for s in summaries
     }
@@ -784,8 +796,10 @@ def run_notes(
         "worst gap: the arm's mean curve minus uniform's at each of uniform's budgets "
         "(k labels per task, k = 1, 2, ...), the smallest difference, in points",
         "policy: `rank_tasks(revealed, fitted_ds)` with its defaults (expected entropy "
-        "reduction of one more label under the crowd's average worker, no target "
-        "confidence); ranked tasks with no annotation left are passed over",
+        "reduction of one more label under the crowd's average worker, on each task's "
+        "leave-one-task-out posterior, no target confidence); ranked tasks with no "
+        "annotation left are passed over; policy-in-sample scores on the fitted "
+        "posteriors (the policy of the runs before 2026-11-26's second)",
         (
             f"cleanlab {version}: `get_active_learning_scores(labels_multiannotator, "
             "pred_probs)[0]`, lowest first, the revealed labels as a tasks x annotators "

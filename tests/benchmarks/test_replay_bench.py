@@ -111,6 +111,9 @@ def test_quick_run_on_the_real_datasets(tmp_path, shared_datasets, monkeypatch):
     report = run("campaign-replay", tmp_path, quick=True, seeds=2).read_text()
     assert "| dataset | tasks | labels | uniform acc. (all labels) | policy share |" in report
     assert "cleanlab not run: no interpreter" in report
+    assert "| dataset | labels per task | excess confidence, 1 label (in sample / left out) |" in (
+        report
+    )
     raw = pd.read_csv(tmp_path / "campaign-replay.csv")
     assert set(raw["dataset"]) == {"wsd", "bluebirds"}
     assert set(raw["arm"]) == {"uniform", "policy", "random"}

@@ -50,6 +50,18 @@ def test_next_writes_the_budget_in_the_python_order(pool, tmp_path):
     np.testing.assert_allclose(written["score"], expected["score"])
 
 
+def test_in_sample_scores_as_the_python_option(pool, tmp_path):
+    result = run("next", pool, "--budget", 80, "--in-sample", "-o", tmp_path / "next.csv")
+    assert result.exit_code == 0, result.output
+    written = pd.read_csv(tmp_path / "next.csv")
+    expected = rank_tasks(read(pool), leave_one_out=False)
+    default = rank_tasks(read(pool))
+    assert written["task"].tolist() == expected["task"].tolist()
+    np.testing.assert_allclose(written["score"], expected["score"])
+    default = default.set_index("task").loc[expected["task"], "score"].to_numpy()
+    assert not np.allclose(default, expected["score"], rtol=1e-3, atol=0)  # it matters here
+
+
 def test_next_all_and_target_confidence(pool, tmp_path):
     out = tmp_path / "all.csv"
     result = run("next", pool, "--budget", 1, "--all", "--target-confidence", 0.9, "-o", out)

@@ -11,10 +11,17 @@ from crowdlearn.campaign.ranking import (
     route_workers,
     worker_correctness,
 )
-from crowdlearn.campaign.values import SCORES, mix_learner, next_label_value, one_coin_confusion
+from crowdlearn.campaign.values import (
+    SCORES,
+    cavity_posteriors,
+    mix_learner,
+    next_label_value,
+    one_coin_confusion,
+)
 
 __all__ = [
     "SCORES",
+    "cavity_posteriors",
     "fitted_model",
     "learner_weights",
     "mix_learner",

@@ -17,6 +17,7 @@ import pandas as pd
 from crowdlearn.campaign.values import (
     SCORES,
     Score,
+    cavity_posteriors,
     mix_learner,
     next_label_value,
     one_coin_confusion,
@@ -122,6 +123,27 @@ def learner_weights(
     return max(model_agreement - baseline, 0.0), max(annotator_agreement - baseline, floor)
 
 
+def cavity_of(model: Any, data: CrowdData) -> np.ndarray | None:
+    """The model's leave-one-task-out posteriors
+    (:func:`~crowdlearn.campaign.values.cavity_posteriors`): one-coin for models with
+    ``skills_``, a confusion matrix per worker for those with ``confusions_``; None for
+    other models (GLAD, vote-based), which have no such worker counts."""
+    if hasattr(model, "skills_"):
+        one_coin = True
+    elif hasattr(model, "confusions_"):
+        one_coin = False
+    else:
+        return None
+    return cavity_posteriors(
+        np.asarray(model.probas_, dtype=np.float64),
+        data.task,
+        data.worker,
+        data.label,
+        data.n_workers,
+        one_coin=one_coin,
+    )
+
+
 def rank_tasks(
     data: CrowdData,
     strategy: Any = "ds",
@@ -133,6 +155,7 @@ def rank_tasks(
     route: int = 0,
     stopped_workers: Any = (),
     route_first: int | None = None,
+    leave_one_out: bool = True,
     random_state: int = 0,
 ) -> pd.DataFrame:
     """Every task with the value of one more label, most valuable open task first.
@@ -167,6 +190,13 @@ def rank_tasks(
     route_first : int, optional
         Route only the first this many open tasks (the others get no suggestion):
         routing costs a (tasks x workers) table, and a round asks for few tasks.
+    leave_one_out : bool, default True
+        Score each task on its posterior under a worker model fitted without it
+        (:func:`~crowdlearn.campaign.values.cavity_posteriors`), so that a task's own
+        labels do not vouch for the workers who gave them: a lone label from a worker
+        seen on no other task's evidence is checked. Used with Dawid-Skene-like models
+        (``confusions_``) and one-coin (``skills_``); other models score on their
+        posteriors. The ``label`` and ``confidence`` columns stay the model's.
     random_state : int, default 0
         Seed of the model and of the order among equal scores.
 
@@ -193,14 +223,19 @@ def rank_tasks(
             f"{name} gives hard labels (probabilities 0 or 1), so every task looks certain; "
             "the value of a label needs probabilities: use ds, onecoin-ds, glad or naivesoft"
         )
+    scoring = cavity_of(model, data) if leave_one_out else None
     if learner_probas is not None:
         learner_probas = np.asarray(learner_probas, dtype=np.float64)
         weights = learner_weights(probas, learner_probas, data)
+        if scoring is not None:
+            scoring = mix_learner(scoring, learner_probas, n_labels, *weights)
         probas = mix_learner(probas, learner_probas, n_labels, *weights)
+    if scoring is None:
+        scoring = probas
     confusion = next_worker_confusion(model, data)
-    values = next_label_value(probas, confusion, score)
+    values = next_label_value(scoring, confusion, score)
     if score == "accuracy":  # zero on many tasks: the entropy score orders those
-        secondary = next_label_value(probas, confusion, "entropy")
+        secondary = next_label_value(scoring, confusion, "entropy")
     else:
         secondary = np.zeros(data.n_tasks)
     confidence = probas.max(axis=1)

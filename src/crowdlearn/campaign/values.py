@@ -28,6 +28,8 @@ from crowdlearn.data import CrowdDataError
 Score = Literal["entropy", "accuracy"]
 SCORES: tuple[str, ...] = ("entropy", "accuracy")
 _TINY = 1e-300
+#: Largest (labels x classes) temporary of :func:`cavity_posteriors`.
+_CHUNK_CELLS = 4_000_000
 
 
 def _entropy(probas: np.ndarray) -> np.ndarray:
@@ -122,3 +124,111 @@ def mix_learner(
     crowd = np.asarray(n_labels, dtype=np.float64)[:, None] * max(annotator_weight, 1e-12)
     model = max(learner_weight, 0.0)
     return (model * learner_probas + crowd * probas) / (model + crowd)
+
+
+def cavity_posteriors(
+    probas: np.ndarray,
+    task: np.ndarray,
+    worker: np.ndarray,
+    label: np.ndarray,
+    n_workers: int,
+    smoothing: float = 1.0,
+    one_coin: bool = False,
+) -> np.ndarray:
+    """Each task's posterior under a worker model fitted without that task.
+
+    A Dawid-Skene fit estimates a worker's confusion from the posteriors of the tasks
+    it answered, including the task being scored, so each label counts twice: as
+    evidence about its task, and (through that task's posterior) as evidence that its
+    worker is reliable. With few labels a task this makes the posteriors
+    overconfident. Here task ``i``'s posterior is recomputed from one M-step on the
+    soft counts of all the other tasks (its own contribution ``T_i`` removed from its
+    workers' counts and from the class prior) and one E-step on its own labels:
+
+        ``C_j^(-i)[k, l] = (N_j[k, l] - T_ik [l = l_ij] + s A[k, l]) / (N_j[k] - T_ik + s)``
+
+    with ``N_j[k, l] = sum over j's labels l on tasks t of T_tk``, smoothed by
+    ``smoothing`` pseudo-labels per row toward the crowd's one-coin matrix ``A`` (its
+    share of labels equal to the posterior's class on the diagonal). With
+    ``one_coin`` a worker has one accuracy instead of a matrix, smoothed the same
+    way. Tasks without labels get the (cavity) class prior. The most probable class
+    rarely changes; the confidence does (on the campaign replay's real crowds, the
+    mean confidence's excess over the accuracy falls, see benchmarks/pages/campaign.md).
+
+    Parameters
+    ----------
+    probas : ndarray (n_tasks, K)
+        The fitted model's posteriors ``T``.
+    task, worker, label : int arrays (n_annotations,)
+        The labels, as codes.
+    n_workers : int
+    smoothing : float, default 1.0
+        Pseudo-labels per confusion row (per worker with ``one_coin``) toward the
+        crowd's average; must be positive (a worker's only task would leave 0/0).
+    one_coin : bool, default False
+        One accuracy per worker (one-coin Dawid-Skene) instead of a confusion matrix.
+
+    Returns
+    -------
+    ndarray (n_tasks, K), rows summing to one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> probas = np.array([[0.99, 0.01], [0.99, 0.01], [0.01, 0.99]])
+    >>> task, worker, label = np.array([0, 1, 2]), np.array([0, 0, 1]), np.array([0, 0, 1])
+    >>> cavity = cavity_posteriors(probas, task, worker, label, n_workers=2)
+    >>> bool(cavity[2, 1] < probas[2, 1])  # worker 1's only label is checked by nothing
+    True
+    """
+    probas = np.asarray(probas, dtype=np.float64)
+    task, worker, label = (np.asarray(a, dtype=np.int64) for a in (task, worker, label))
+    if smoothing <= 0:
+        raise CrowdDataError(f"smoothing must be positive, got {smoothing}")
+    n, k = probas.shape
+    class_totals = probas.sum(axis=0)
+    log_post = np.log(
+        np.maximum((class_totals - probas + 1.0) / max(n - 1 + k, 1), _TINY)
+    )  # cavity prior, one pseudo-task per class
+    if len(task) == 0:
+        return _normalize_log(log_post)
+    if one_coin:
+        right = probas[task, label]
+        sums = np.bincount(worker, weights=right, minlength=n_workers)
+        counts = np.bincount(worker, minlength=n_workers).astype(np.float64)
+        crowd_skill = float(sums.sum() / counts.sum())
+    else:
+        cell = worker * k + label  # counts[c, m] = N_j[m, l] for c = j * K + l
+        counts = np.stack(
+            [
+                np.bincount(cell, weights=probas[task, m], minlength=n_workers * k)
+                for m in range(k)
+            ],
+            axis=1,
+        )
+        rows = counts.reshape(n_workers, k, k).sum(axis=1)  # (W, K): N_j[m] over l
+        accuracy = float(np.trace(counts.reshape(n_workers, k, k).sum(axis=0)) / len(task))
+        crowd = np.full((k, k), (1 - accuracy) / max(k - 1, 1))
+        np.fill_diagonal(crowd, accuracy)
+    step = max(1, _CHUNK_CELLS // k)  # (labels x K) temporaries stay bounded
+    for start in range(0, len(task), step):
+        part = slice(start, start + step)
+        t, w, lab = task[part], worker[part], label[part]
+        mine = probas[t]  # (a, K): T_ik of each label's task
+        if one_coin:
+            right = mine[np.arange(len(t)), lab]
+            skill = (sums[w] - right + smoothing * crowd_skill) / (counts[w] - 1 + smoothing)
+            wrong = np.log(np.maximum((1 - skill) / max(k - 1, 1), _TINY))
+            log_like = np.repeat(wrong[:, None], k, axis=1)
+            log_like[np.arange(len(t)), lab] = np.log(np.maximum(skill, _TINY))
+        else:
+            numerator = counts[cell[part]] - mine + smoothing * crowd[:, lab].T
+            log_like = np.log(np.maximum(numerator, _TINY) / (rows[w] - mine + smoothing))
+        for m in range(k):
+            log_post[:, m] += np.bincount(t, weights=log_like[:, m], minlength=n)
+    return _normalize_log(log_post)
+
+
+def _normalize_log(log_probas: np.ndarray) -> np.ndarray:
+    shifted = np.exp(log_probas - log_probas.max(axis=1, keepdims=True))
+    return shifted / shifted.sum(axis=1, keepdims=True)

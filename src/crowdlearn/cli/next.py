@@ -134,6 +134,14 @@ def learner_predictions(crowd: CrowdData, probas: np.ndarray, features: str, see
     "CROWDLAB-style.",
 )
 @click.option(
+    "--leave-one-out/--in-sample",
+    default=True,
+    show_default=True,
+    help="Score each task on its posterior under a worker model fitted without it (ds and "
+    "onecoin-ds; a task's labels then do not vouch for their own workers), or on the "
+    "model's posterior as fitted.",
+)
+@click.option(
     "--all", "all_tasks", is_flag=True, help="Write every task (done ones last), not --budget."
 )
 @click.option("--seed", type=number("--seed"), default=0, show_default=True, help="Random state.")
@@ -150,6 +158,7 @@ def next_command(
     min_labels: int,
     route: int,
     features: str | None,
+    leave_one_out: bool,
     all_tasks: bool,
     seed: int,
     duplicates: str,
@@ -205,6 +214,7 @@ def next_command(
         route=route,
         stopped_workers=stopped,
         route_first=None if all_tasks else budget,
+        leave_one_out=leave_one_out,
         random_state=seed,
     )
     n_done = int(table["done"].sum())
