@@ -29,6 +29,7 @@ MODULES = (
     "boxes",
     "campaign_replay",
     "campaign_control",
+    "campaign_cavity",
     "cmm_scaling",
     "comparisons_bench",
     "confusion_recovery",

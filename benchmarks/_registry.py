@@ -231,7 +231,10 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     "crowding": ("CrowdInG (CrowdInG paper)", ("crowding-drift", "crowding")),
     "cmm": ("CMM (CMM paper)", ("cmm-near-tie", "cmm-scaling")),
     "identification": ("Identification", ("identify",)),
-    "campaign": ("The campaign loop", ("campaign-replay", "campaign-control")),
+    "campaign": (
+        "The campaign loop",
+        ("campaign-replay", "campaign-control", "campaign-cavity"),
+    ),
     # label sets, ratings and comparisons (issue 28): each kind adds its benchmarks here
     "answer-kinds": (
         "Answer kinds: label sets, ratings, comparisons, texts",
