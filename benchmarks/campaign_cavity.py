@@ -28,6 +28,7 @@ from benchmarks.campaign_replay import (
     MIN_BATCH_SHARE,
     QUICK_DATASETS,
     QUICK_MIN_BATCH_SHARE,
+    load_crowds,
     run_arms,
     summarize,
 )
@@ -65,18 +66,9 @@ def paired_gains(raw: pd.DataFrame, arm: str, reference: str) -> pd.DataFrame:
 
 @register(NAME, "control of campaign-replay: leave-one-task-out scoring against in-sample")
 def bench_campaign_cavity(out: Path, quick: bool, seeds: int) -> BenchResult:
-    from crowdlearn import datasets
-    from crowdlearn.datasets import DatasetError
-
     names = QUICK_DATASETS if quick else DATASETS
     min_share = QUICK_MIN_BATCH_SHARE if quick else MIN_BATCH_SHARE
-    root = datasets.data_root()
-    loaded, skipped = {}, []
-    for name in names:
-        try:
-            loaded[name] = datasets.load(name, root=root).train
-        except DatasetError as error:
-            skipped.append(f"{name} skipped: {str(error).split(';')[0]}")
+    loaded, skipped, _ = load_crowds(names)
     orders = range(seeds)
     with ProcessPoolExecutor(max_workers=2) as pool:
         futures = [

@@ -31,13 +31,12 @@ from benchmarks.campaign_replay import (
     QUICK_DATASETS,
     QUICK_MIN_BATCH_SHARE,
     fit_ds,
+    load_crowds,
     policy_chooser,
     replay,
     uniform_chooser,
 )
-from crowdlearn import datasets
 from crowdlearn.data import CrowdData
-from crowdlearn.datasets import DatasetError
 
 NAME = "campaign-control"
 SHARE = 0.70
@@ -85,16 +84,13 @@ def control_rows(name: str, data: CrowdData, seed: int, min_share: float) -> lis
 def bench_campaign_control(out: Path, quick: bool, seeds: int) -> BenchResult:
     names = QUICK_DATASETS if quick else DATASETS
     min_share = QUICK_MIN_BATCH_SHARE if quick else MIN_BATCH_SHARE
-    root = datasets.data_root()
-    rows, skipped = [], []
-    for name in names:
-        try:
-            data = datasets.load(name, root=root).train
-        except DatasetError as error:
-            skipped.append(f"{name} skipped: {error}")
-            continue
-        for seed in range(seeds):
-            rows += control_rows(name, data, seed, min_share)
+    loaded, skipped, _ = load_crowds(names)
+    rows = [
+        row
+        for name, data in loaded.items()
+        for seed in range(seeds)
+        for row in control_rows(name, data, seed, min_share)
+    ]
     raw = pd.DataFrame(rows)
     notes = [
         f"Each dataset: the policy and uniform overlap replayed to {SHARE:.0%} of the labels "

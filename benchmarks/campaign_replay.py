@@ -603,22 +603,12 @@ def figure_of(summary: DatasetSummary, cleanlab: DatasetSummary | None, orders: 
     return figure
 
 
-def share_text(value: float) -> str:
-    return "never" if np.isnan(value) else f"{value:.3f}"
-
-
-@register(NAME, "Replaying a labelling campaign on real crowds: the policy against uniform")
-def bench_campaign_replay(out: Path, quick: bool, seeds: int) -> BenchResult:
+def load_crowds(names: tuple[str, ...]) -> tuple[dict[str, CrowdData], list[str], Path]:
+    """The crowds ``names`` from the data root (``$CROWDLEARN_DATA``), a note for each
+    one that is not there, and the root."""
     from crowdlearn import datasets
     from crowdlearn.datasets import DatasetError
 
-    names = QUICK_DATASETS if quick else DATASETS
-    min_share = QUICK_MIN_BATCH_SHARE if quick else MIN_BATCH_SHARE
-    growth = QUICK_GROWTH if quick else GROWTH
-    variants = QUICK_VARIANTS if quick else tuple(VARIANTS)
-    python = cleanlab_python()
-    version, missing = probe_cleanlab(python)
-    arms = tuple(a for a in ARMS if a != "cleanlab" or version) + variants
     root = datasets.data_root()
     loaded: dict[str, CrowdData] = {}
     skipped: list[str] = []
@@ -627,6 +617,23 @@ def bench_campaign_replay(out: Path, quick: bool, seeds: int) -> BenchResult:
             loaded[name] = datasets.load(name, root=root).train
         except DatasetError as error:
             skipped.append(f"{name} skipped: {str(error).split(';')[0]}")
+    return loaded, skipped, Path(root)
+
+
+def share_text(value: float) -> str:
+    return "never" if np.isnan(value) else f"{value:.3f}"
+
+
+@register(NAME, "Replaying a labelling campaign on real crowds: the policy against uniform")
+def bench_campaign_replay(out: Path, quick: bool, seeds: int) -> BenchResult:
+    names = QUICK_DATASETS if quick else DATASETS
+    min_share = QUICK_MIN_BATCH_SHARE if quick else MIN_BATCH_SHARE
+    growth = QUICK_GROWTH if quick else GROWTH
+    variants = QUICK_VARIANTS if quick else tuple(VARIANTS)
+    python = cleanlab_python()
+    version, missing = probe_cleanlab(python)
+    arms = tuple(a for a in ARMS if a != "cleanlab" or version) + variants
+    loaded, skipped, root = load_crowds(names)
     cleanlab_orders = {
         name: min(seeds, CLEANLAB_ORDER_CAP.get(name, CLEANLAB_ORDERS)) for name in loaded
     }
