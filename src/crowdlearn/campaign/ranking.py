@@ -193,8 +193,8 @@ def rank_tasks(
     leave_one_out : bool, default True
         Score each task on its posterior under a worker model fitted without it
         (:func:`~crowdlearn.campaign.values.cavity_posteriors`), so that a task's own
-        labels do not vouch for the workers who gave them: a lone label from a worker
-        seen on no other task's evidence is checked. Used with Dawid-Skene-like models
+        labels do not vouch for the workers who gave them (fitted posteriors are
+        overconfident early in a campaign). Used with Dawid-Skene-like models
         (``confusions_``) and one-coin (``skills_``); other models score on their
         posteriors. The ``label`` and ``confidence`` columns stay the model's.
     random_state : int, default 0

@@ -178,7 +178,7 @@ def cavity_posteriors(
     >>> probas = np.array([[0.99, 0.01], [0.99, 0.01], [0.01, 0.99]])
     >>> task, worker, label = np.array([0, 1, 2]), np.array([0, 0, 1]), np.array([0, 0, 1])
     >>> cavity = cavity_posteriors(probas, task, worker, label, n_workers=2)
-    >>> bool(cavity[2, 1] < probas[2, 1])  # worker 1's only label is checked by nothing
+    >>> bool(cavity[2, 1] < probas[2, 1])  # without task 2, worker 1 is the crowd's average
     True
     """
     probas = np.asarray(probas, dtype=np.float64)
