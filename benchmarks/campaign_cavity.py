@@ -16,12 +16,11 @@ from __future__ import annotations
 
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from benchmarks._campaign_budgets import OVERLAPS, share_at
+from benchmarks._campaign_budgets import OVERLAPS, paired_gains, share_at
 from benchmarks._registry import BenchResult, register
 from benchmarks.campaign_replay import (
     DATASETS,
@@ -38,30 +37,6 @@ NAME = "campaign-cavity"
 #: the default was chosen on the orders from here on.
 FIRST_ORDER = 10
 ARMS = ("uniform", "policy", "policy-in-sample")
-
-
-def paired_gains(raw: pd.DataFrame, arm: str, reference: str) -> pd.DataFrame:
-    """Per dataset, ``arm``'s accuracy minus ``reference``'s at uniform's budgets of
-    overlap k = 2..5, in points: each order's curves interpolated there, the
-    difference averaged over orders (NaN where uniform has no such overlap)."""
-    rows = []
-    for name, group in raw.groupby("dataset", sort=False):
-        budgets = np.sort(group.loc[group["arm"] == "uniform", "labels"].unique())
-        row: dict[str, Any] = {"dataset": name}
-        for k in OVERLAPS:
-            if k > len(budgets):
-                row[f"k={k}"] = float("nan")
-                continue
-            differences = []
-            for _, order in group.groupby("order"):
-                at = {}
-                for side in (arm, reference):
-                    curve = order[order["arm"] == side]
-                    at[side] = np.interp(budgets[k - 1], curve["labels"], curve["accuracy"])
-                differences.append(at[arm] - at[reference])
-            row[f"k={k}"] = 100 * float(np.mean(differences))
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 @register(NAME, "control of campaign-replay: leave-one-task-out scoring against in-sample")

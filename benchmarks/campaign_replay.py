@@ -48,9 +48,12 @@ import numpy as np
 import pandas as pd
 
 from benchmarks._campaign_budgets import (
+    accuracy_difference,
+    accuracy_sentence,
     budget_headline,
     budget_tables,
     labels_to_reach,
+    paired_gains,
     saving_difference,
 )
 from benchmarks._campaign_calibration import STOPS, calibration_table
@@ -94,6 +97,13 @@ SAVING_GOAL = 0.30
 #: The control replays the policy up to this share of the labels.
 CONTROL_SHARE = 0.70
 GAP_GOAL_POINTS = 1.0
+#: Pairs (arm, reference) compared at equal labels (accuracy at uniform's budgets).
+EQUAL_LABELS = (
+    ("policy", "cleanlab"),
+    ("policy-in-sample", "cleanlab"),
+    ("policy", "uniform"),
+    ("policy", "random"),
+)
 #: Resamplings of the orders for the interval of the policy's saving minus cleanlab's.
 BOOTSTRAP_DRAWS = 2000
 #: Environment variable naming cleanlab's interpreter (else ``.cleanlab-env/bin/python``).
@@ -710,6 +720,17 @@ def bench_campaign_replay(out: Path, quick: bool, seeds: int) -> BenchResult:
         extra[
             "Policy's mean saving minus cleanlab's at each budget, with the spread of the orders"
         ] = saving_difference(raw, cleanlab_orders, reps=BOOTSTRAP_DRAWS)
+    pairs = [(a, b) for a, b in EQUAL_LABELS if {a, b} <= set(arms)]
+    at_budget = accuracy_difference(raw, pairs, reps=BOOTSTRAP_DRAWS)
+    if not at_budget.empty:
+        extra[
+            "Accuracy at equal labels: one arm minus another at uniform overlap k's budget, "
+            "with the spread of the orders"
+        ] = at_budget
+    if side:
+        extra["Accuracy at equal labels, policy minus cleanlab, per dataset (points)"] = (
+            paired_gains(raw, "policy", "cleanlab").round(2)
+        )
     extra["Per order: each replay against its own all-labels accuracy (median over orders)"] = (
         per_order_table(raw, ["uniform", "policy", "random", *(["cleanlab"] if version else [])])
     )
@@ -741,7 +762,8 @@ def bench_campaign_replay(out: Path, quick: bool, seeds: int) -> BenchResult:
         figures=figures,
         extra_tables=extra,
         summary=headline(summaries, list(side.values()))
-        + (budget_headline(summaries, side, SAVING_GOAL) if summaries else ""),
+        + (budget_headline(summaries, side, SAVING_GOAL) if summaries else "")
+        + accuracy_sentence(at_budget, "policy - cleanlab (points)"),
     )
 
 
@@ -800,6 +822,10 @@ def run_notes(
         f"minus cleanlab's resamples each dataset's orders ({BOOTSTRAP_DRAWS} draws, "
         "paired: one draw of orders for uniform, the policy and cleanlab) and recomputes "
         "the mean curves and shares; its 2.5 and 97.5 percentiles",
+        "accuracy at equal labels: each order's curves of the two arms interpolated at "
+        "uniform's budget at overlap k, one minus the other (paired: the same order gives "
+        "both the same first labels), the mean over orders, then over datasets; the "
+        f"interval resamples each dataset's orders ({BOOTSTRAP_DRAWS} draws)",
         "worst gap: the arm's mean curve minus uniform's at each of uniform's budgets "
         "(k labels per task, k = 1, 2, ...), the smallest difference, in points",
         "policy: `rank_tasks(revealed, fitted_ds)` with its defaults (expected entropy "

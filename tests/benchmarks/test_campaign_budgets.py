@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from benchmarks._campaign_budgets import (
+    accuracy_difference,
     budget_headline,
     budget_tables,
     saving_difference,
@@ -90,3 +91,22 @@ def test_saving_difference_is_zero_for_equal_arms_and_signed_otherwise():
     low, high = (float(v) for v in better.iloc[0, 2].split(" to "))
     assert 0 < low <= high
     assert saving_difference(raw_rows([0.8], [0.8]), {"other": 1}).empty
+
+
+def test_accuracy_difference_reads_each_order_at_uniforms_budgets_paired():
+    same = accuracy_difference(raw_rows([0.8] * 3, [0.8] * 3), [("policy", "cleanlab")], reps=50)
+    assert list(same["budget"]) == ["k=2", "k=3", "k=4", "k=5"]
+    assert same.iloc[0, 1] == "+0.00 (+0.00 to +0.00)"
+    assert same.iloc[2, 1] == "- (- to -)"  # uniform never reaches 4 labels a task
+    # at k=2 (8 labels) the policy leads by 8, 2 and 5 points on three orders
+    ours, theirs = [0.8, 0.74, 0.77], [0.72, 0.72, 0.72]
+    table = accuracy_difference(
+        raw_rows(ours, theirs), [("policy", "cleanlab"), ("cleanlab", "policy")], reps=200
+    )
+    value, interval = table.iloc[0, 1].split(" (")
+    assert float(value) == pytest.approx(5.0)
+    low, high = (float(v) for v in interval.rstrip(")").split(" to "))
+    assert 2.0 <= low < 5.0 < high <= 8.0
+    assert table.iloc[0, 2].startswith("-5.00")  # antisymmetric
+    assert table.iloc[1, 1].startswith("+0.00")  # k=3 is the whole pool: equal
+    assert accuracy_difference(raw_rows([0.8], [0.8]), [("policy", "random")]).empty

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from benchmarks import run
-from benchmarks.campaign_cavity import FIRST_ORDER, paired_gains
+from benchmarks._campaign_budgets import paired_gains
+from benchmarks.campaign_cavity import FIRST_ORDER
 
 
 def _rows(arm, order, labels, accuracy):
