@@ -233,7 +233,7 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     "identification": ("Identification", ("identify",)),
     "campaign": (
         "The campaign loop",
-        ("campaign-replay", "campaign-control", "campaign-cavity"),
+        ("campaign-replay", "campaign-control", "campaign-cavity", "campaign-score"),
     ),
     # label sets, ratings and comparisons (issue 28): each kind adds its benchmarks here
     "answer-kinds": (

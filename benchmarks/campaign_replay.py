@@ -67,6 +67,7 @@ QUICK_DATASETS = ("wsd", "bluebirds")
 #: The arms of the headline comparison, then the policy's variants (controls).
 ARMS = ("uniform", "policy", "random", "cleanlab")
 VARIANTS: dict[str, dict[str, Any]] = {
+    "policy-entropy": {"score": "entropy"},
     "policy-accuracy": {"score": "accuracy"},
     "policy-onecoin": {"strategy": "onecoin-ds"},
     "policy-growing-batch": {"growth": 0.10},
@@ -100,6 +101,7 @@ GAP_GOAL_POINTS = 1.0
 #: Pairs (arm, reference) compared at equal labels (accuracy at uniform's budgets).
 EQUAL_LABELS = (
     ("policy", "cleanlab"),
+    ("policy-entropy", "cleanlab"),
     ("policy-in-sample", "cleanlab"),
     ("policy", "uniform"),
     ("policy", "random"),
@@ -165,7 +167,7 @@ Chooser = Callable[[Any, CrowdData, np.ndarray, int, int], np.ndarray]
 
 def policy_chooser(
     seed: int,
-    score: str = "entropy",
+    score: str | None = None,
     strategy: str | None = None,
     explore: float = 0.0,
     growth: float | None = None,
@@ -173,8 +175,9 @@ def policy_chooser(
     **options: Any,
 ) -> Chooser:
     """crowdlearn's ranking; the ranked tasks with no annotation left are passed.
-    ``strategy`` ranks with another model than the Dawid-Skene fit; ``explore`` spends
-    that share of each batch on open tasks drawn at random; ``floor`` buys for the
+    ``score`` replaces the ranking's default score; ``strategy`` ranks with another
+    model than the Dawid-Skene fit; ``explore`` spends that share of each batch on
+    open tasks drawn at random; ``floor`` buys for the
     open tasks with fewer labels than it first, in the ranking's order (every task
     reaches ``floor`` labels before any gets more); ``growth`` is the replay's, not
     the ranking's."""
@@ -184,7 +187,9 @@ def policy_chooser(
 
     def choose(model, sub, open_tasks, batch, round_):
         ranking_model = model if strategy is None else fit_ds(sub, seed, strategy)
-        table = rank_tasks(sub, ranking_model, score=score, random_state=seed, **options)
+        if score is not None:
+            options["score"] = score
+        table = rank_tasks(sub, ranking_model, random_state=seed, **options)
         ranked = table["task"].to_numpy(dtype=np.int64)  # codes: sub has no ids
         ranked = ranked[open_tasks[ranked]]
         if floor:
@@ -828,11 +833,13 @@ def run_notes(
         f"interval resamples each dataset's orders ({BOOTSTRAP_DRAWS} draws)",
         "worst gap: the arm's mean curve minus uniform's at each of uniform's budgets "
         "(k labels per task, k = 1, 2, ...), the smallest difference, in points",
-        "policy: `rank_tasks(revealed, fitted_ds)` with its defaults (expected entropy "
-        "reduction of one more label under the crowd's average worker, on each task's "
-        "leave-one-task-out posterior, no target confidence); ranked tasks with no "
-        "annotation left are passed over; policy-in-sample scores on the fitted "
-        "posteriors (the policy of the runs before 2026-11-26's second)",
+        "policy: `rank_tasks(revealed, fitted_ds)` with its defaults (score 'decision': "
+        "the information one more label from the crowd's average worker brings about "
+        "whether the task's current label is right, on each task's leave-one-task-out "
+        "posterior; no target confidence); ranked tasks with no annotation left are "
+        "passed over; policy-entropy scores the information about the true class (the "
+        "policy of the runs of 2026-11-26 before the third; the same with two classes); "
+        "policy-in-sample scores on the fitted posteriors",
         (
             f"cleanlab {version}: `get_active_learning_scores(labels_multiannotator, "
             "pred_probs)[0]`, lowest first, the revealed labels as a tasks x annotators "

@@ -137,7 +137,7 @@ def test_rank_tasks_scores_on_the_cavity_posteriors(model_type, one_coin):
     for leave_one_out, scored in ((True, cavity), (False, model.probas_)):
         table = rank_tasks(crowd, model, leave_one_out=leave_one_out)
         table = table.set_index("task").loc[crowd.task_ids]
-        np.testing.assert_allclose(table["score"], next_label_value(scored, confusion))
+        np.testing.assert_allclose(table["score"], next_label_value(scored, confusion, "decision"))
         np.testing.assert_allclose(table["confidence"], model.probas_.max(axis=1))
 
 

@@ -30,8 +30,12 @@ def _entropy(p):
     return -(p * np.log(np.where(p > 0, p, 1))).sum(axis=-1)
 
 
+def _binary_entropy(q):
+    return _entropy(np.stack([q, 1 - q], axis=-1))
+
+
 @settings(max_examples=60, deadline=None)
-@given(beliefs(), st.sampled_from(["entropy", "accuracy"]))
+@given(beliefs(), st.sampled_from(["entropy", "decision", "accuracy"]))
 def test_values_are_non_negative_and_bounded(belief, score):
     probas, confusion = belief
     values = next_label_value(probas, confusion, score)
@@ -39,12 +43,19 @@ def test_values_are_non_negative_and_bounded(belief, score):
     assert (values >= 0).all()
     if score == "entropy":  # a label cannot remove more uncertainty than there is
         assert (values <= _entropy(probas) + 1e-9).all()
+    elif score == "decision":  # ... nor more than there is about the current label
+        assert (values <= _binary_entropy(probas.max(axis=1)) + 1e-9).all()
+        assert (values <= next_label_value(probas, confusion, "entropy") + 1e-9).all()
     else:
         assert (values <= 1 - probas.max(axis=1) + 1e-9).all()
 
 
 @settings(max_examples=60, deadline=None)
-@given(beliefs(), st.sampled_from(["entropy", "accuracy"]), st.randoms(use_true_random=False))
+@given(
+    beliefs(),
+    st.sampled_from(["entropy", "decision", "accuracy"]),
+    st.randoms(use_true_random=False),
+)
 def test_relabelling_classes_does_not_change_values(belief, score, rng):
     probas, confusion = belief
     order = list(range(probas.shape[1]))
@@ -59,11 +70,12 @@ def test_certain_tasks_and_uninformative_workers_are_worth_nothing(belief):
     probas, confusion = belief
     k = probas.shape[1]
     certain = np.eye(k)[np.arange(len(probas)) % k]
-    for score in ("entropy", "accuracy"):
+    for score in ("entropy", "decision", "accuracy"):
         np.testing.assert_allclose(next_label_value(certain, confusion, score), 0, atol=1e-12)
     # a worker whose answer does not depend on the truth (equal rows) tells nothing
     blind = np.tile(confusion[0], (k, 1))
-    np.testing.assert_allclose(next_label_value(probas, blind, "entropy"), 0, atol=1e-12)
+    for score in ("entropy", "decision"):
+        np.testing.assert_allclose(next_label_value(probas, blind, score), 0, atol=1e-12)
 
 
 @settings(max_examples=40, deadline=None)
@@ -77,6 +89,47 @@ def test_a_perfect_worker_removes_all_uncertainty(belief):
     np.testing.assert_allclose(
         next_label_value(probas, np.eye(k), "accuracy"), 1 - probas.max(axis=1), atol=1e-9
     )
+    np.testing.assert_allclose(
+        next_label_value(probas, np.eye(k), "decision"),
+        _binary_entropy(probas.max(axis=1)),
+        atol=1e-9,
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(beliefs())
+def test_with_two_classes_decision_is_entropy(belief):
+    probas, confusion = belief
+    two = np.c_[probas[:, 0], 1 - probas[:, 0]]
+    square = np.c_[confusion[:2, 0], 1 - confusion[:2, 0]]
+    np.testing.assert_allclose(
+        next_label_value(two, square, "decision"),
+        next_label_value(two, square, "entropy"),
+        atol=1e-12,
+    )
+
+
+def test_decision_puts_a_disagreement_before_doubt_spread_over_unlikely_classes():
+    # ten classes, workers right 70 % of the time: one label (0.7, the rest spread over
+    # nine classes) against two labels that disagree (0.48 / 0.48)
+    confusion = one_coin_confusion(0.7, 10)
+    lone = np.r_[0.7, np.full(9, 0.3 / 9)]
+    split = np.r_[0.48, 0.48, np.full(8, 0.04 / 8)]
+    probas = np.stack([lone, split])
+    entropy = next_label_value(probas, confusion, "entropy")
+    decision = next_label_value(probas, confusion, "decision")
+    accuracy = next_label_value(probas, confusion, "accuracy")
+    assert entropy[0] > entropy[1]  # most entropy left in the lone label's spread
+    assert decision[1] > decision[0]  # but the split's label is the one in doubt
+    assert accuracy[1] > accuracy[0] == 0  # one more label can only fix the split
+    # classes tied for the most probable: the mean of their values, whatever the order
+    tied = np.array([[0.4, 0.4, 0.2]])
+    skewed = np.array([[0.9, 0.05, 0.05], [0.2, 0.6, 0.2], [0.1, 0.1, 0.8]])
+    forward = next_label_value(tied, skewed, "decision")
+    swapped = next_label_value(
+        tied[:, [1, 0, 2]], skewed[np.ix_([1, 0, 2], [1, 0, 2])], "decision"
+    )
+    np.testing.assert_allclose(forward, swapped, atol=1e-12)
 
 
 def test_uncertain_tasks_rank_first_and_better_workers_are_worth_more():

@@ -62,6 +62,20 @@ def test_in_sample_scores_as_the_python_option(pool, tmp_path):
     assert not np.allclose(default, expected["score"], rtol=1e-3, atol=0)  # it matters here
 
 
+@pytest.mark.parametrize("score", ["entropy", "accuracy"])
+def test_score_option_as_the_python_option_on_three_classes(tmp_path, score):
+    data = hammer_spammer(n_worker=12, n_task=60, n_classes=3, ratio=0.4, feedback=2, seed=6)
+    path = tmp_path / "three.csv"
+    write_csv(data, path)
+    result = run("next", path, "--budget", 60, "--score", score, "-o", tmp_path / "next.csv")
+    assert result.exit_code == 0, result.output
+    written = pd.read_csv(tmp_path / "next.csv")
+    expected = rank_tasks(read(path), score=score)
+    np.testing.assert_allclose(written["score"], expected["score"])
+    default = rank_tasks(read(path)).set_index("task").loc[expected["task"], "score"]
+    assert not np.allclose(default.to_numpy(), expected["score"], rtol=1e-3, atol=0)
+
+
 def test_next_all_and_target_confidence(pool, tmp_path):
     out = tmp_path / "all.csv"
     result = run("next", pool, "--budget", 1, "--all", "--target-confidence", 0.9, "-o", out)

@@ -148,7 +148,7 @@ def rank_tasks(
     data: CrowdData,
     strategy: Any = "ds",
     *,
-    score: Score = "entropy",
+    score: Score = "decision",
     target_confidence: float | None = None,
     min_labels: int = 2,
     learner_probas: np.ndarray | None = None,
@@ -168,9 +168,11 @@ def rank_tasks(
         The model of the crowd: a strategy name fitted on ``data`` or an aggregator
         already fitted on it. Dawid-Skene, one-coin and GLAD use their worker models;
         other strategies a single accuracy (their agreement with the crowd).
-    score : {"entropy", "accuracy"}, default "entropy"
-        Expected entropy reduction or expected accuracy gain of one more label
-        (:mod:`crowdlearn.campaign.values`).
+    score : {"decision", "entropy", "accuracy"}, default "decision"
+        The value of one more label (:mod:`crowdlearn.campaign.values`): the
+        information it brings about whether the task's current label is right, about
+        the task's true class (the same with two classes), or its expected gain in
+        the probability that the label is right.
     target_confidence : float, optional
         Tasks whose posterior probability of their label reaches it, with at least
         ``min_labels`` labels, are ``done``: they go last, with score 0.
@@ -234,7 +236,7 @@ def rank_tasks(
         scoring = probas
     confusion = next_worker_confusion(model, data)
     values = next_label_value(scoring, confusion, score)
-    if score == "accuracy":  # zero on many tasks: the entropy score orders those
+    if score != "entropy":  # ties (accuracy: zero on many tasks) in the entropy order
         secondary = next_label_value(scoring, confusion, "entropy")
     else:
         secondary = np.zeros(data.n_tasks)

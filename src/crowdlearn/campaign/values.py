@@ -5,9 +5,20 @@ aggregator such as Dawid-Skene). The next label comes from a worker described by
 confusion matrix ``C[k, l]`` (probability of answering ``l`` when the truth is ``k``):
 the crowd's average worker, or one chosen worker. Before it arrives the label is
 random with ``p(l) = sum_k T_ik C[k, l]``; after it arrives the posterior is
-``T'_ik(l) proportional to T_ik C[k, l]``. Two one-step look-ahead scores:
+``T'_ik(l) proportional to T_ik C[k, l]``. Three one-step look-ahead scores:
 
-``"entropy"`` (the default)
+``"decision"`` (the default of :func:`~crowdlearn.campaign.rank_tasks`)
+    The mutual information between the next label and whether the task's current
+    label (its most probable class ``m``) is right: with ``q = T_im``,
+    ``h(q) - sum_l p(l) h(q C[m, l] / p(l))``, ``h`` the binary entropy (averaged
+    over the classes tied for the most probable). With two classes it equals
+    ``"entropy"``. With more it leaves out what the label would
+    say about how the doubt is shared among the unlikely classes, which the
+    accuracy of the label does not depend on: under ``"entropy"`` a task with one
+    label among ten classes, its doubt spread over nine classes, outranks a task
+    whose two labels disagree (on the campaign replay's 10-class crowd, MS, that
+    cost accuracy early in the campaign; benchmarks/pages/campaign.md).
+``"entropy"``
     Expected reduction of the posterior's entropy, ``H(T_i) - sum_l p(l) H(T'_i(l))``:
     the mutual information between the next label and the true class. It is positive
     on every task that is not certain, so it ranks all tasks.
@@ -25,8 +36,8 @@ import numpy as np
 
 from crowdlearn.data import CrowdDataError
 
-Score = Literal["entropy", "accuracy"]
-SCORES: tuple[str, ...] = ("entropy", "accuracy")
+Score = Literal["decision", "entropy", "accuracy"]
+SCORES: tuple[str, ...] = ("decision", "entropy", "accuracy")
 _TINY = 1e-300
 #: Largest (labels x classes) temporary of :func:`cavity_posteriors`.
 _CHUNK_CELLS = 4_000_000
@@ -35,6 +46,11 @@ _CHUNK_CELLS = 4_000_000
 def _entropy(probas: np.ndarray) -> np.ndarray:
     safe = np.where(probas > 0, probas, 1.0)
     return -(probas * np.log(safe)).sum(axis=-1)
+
+
+def _binary_entropy(q: np.ndarray) -> np.ndarray:
+    q = np.clip(q, 0.0, 1.0)
+    return _entropy(q[..., None]) + _entropy(1.0 - q[..., None])
 
 
 def next_label_value(
@@ -49,7 +65,7 @@ def next_label_value(
     confusion : ndarray (K, K) or (n_tasks, K, K)
         The next worker's confusion matrix (row = true class), shared by every task or
         one per task (e.g. GLAD, whose accuracy depends on the task's difficulty).
-    score : {"entropy", "accuracy"}
+    score : {"entropy", "decision", "accuracy"}
         See the module docstring.
 
     Examples
@@ -71,7 +87,7 @@ def next_label_value(
         )
     if score not in SCORES:
         raise CrowdDataError(f"score must be one of {list(SCORES)}, got {score!r}")
-    expected_after = np.zeros(n)
+    expected_after = np.zeros((n, k)) if score == "decision" else np.zeros(n)
     # one answer l at a time keeps the temporaries (n, K)
     for answer in range(k):
         column = confusion[..., answer] if confusion.ndim == 2 else confusion[:, :, answer]
@@ -80,10 +96,18 @@ def next_label_value(
             expected_after += joint.max(axis=1)
             continue
         p_answer = joint.sum(axis=1)
+        if score == "decision":  # for every class c: T_ic C[c, l] / p(l), c right after l
+            right = joint / np.maximum(p_answer, _TINY)[:, None]
+            expected_after += p_answer[:, None] * _binary_entropy(right)
+            continue
         after = joint / np.maximum(p_answer, _TINY)[:, None]
         expected_after += p_answer * _entropy(after)
     if score == "accuracy":
         return np.maximum(expected_after - probas.max(axis=1), 0.0)
+    if score == "decision":  # the current label's column; classes tied for it averaged
+        per_class = _binary_entropy(probas) - expected_after
+        top = probas >= probas.max(axis=1, keepdims=True) - 1e-12
+        return np.maximum((per_class * top).sum(axis=1) / top.sum(axis=1), 0.0)
     return np.maximum(_entropy(probas) - expected_after, 0.0)
 
 

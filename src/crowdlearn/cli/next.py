@@ -100,11 +100,12 @@ def learner_predictions(crowd: CrowdData, probas: np.ndarray, features: str, see
 )
 @click.option(
     "--score",
-    type=click.Choice(["entropy", "accuracy"]),
-    default="entropy",
+    type=click.Choice(["decision", "entropy", "accuracy"]),
+    default="decision",
     show_default=True,
-    help="Value of one more label: expected entropy reduction of the task's posterior, or "
-    "expected gain in the probability that its label is right.",
+    help="Value of one more label: the information it brings about whether the task's "
+    "current label is right (decision), about its true class (entropy; the same with two "
+    "classes), or its expected gain in the probability that the label is right (accuracy).",
 )
 @click.option(
     "--target-confidence",
