@@ -233,7 +233,13 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     "identification": ("Identification", ("identify",)),
     "campaign": (
         "The campaign loop",
-        ("campaign-replay", "campaign-control", "campaign-cavity", "campaign-score"),
+        (
+            "campaign-replay",
+            "campaign-control",
+            "campaign-cavity",
+            "campaign-score",
+            "campaign-speed",
+        ),
     ),
     # label sets, ratings and comparisons (issue 28): each kind adds its benchmarks here
     "answer-kinds": (
