@@ -87,7 +87,10 @@ def next_label_value(
         )
     if score not in SCORES:
         raise CrowdDataError(f"score must be one of {list(SCORES)}, got {score!r}")
-    expected_after = np.zeros((n, k)) if score == "decision" else np.zeros(n)
+    expected_after = np.zeros(n)
+    if score == "decision":  # the (task, class) pairs of each task's most probable classes
+        pair_task, pair_class = np.nonzero(probas >= probas.max(axis=1, keepdims=True) - 1e-12)
+        expected_after = np.zeros(len(pair_task))
     # one answer l at a time keeps the temporaries (n, K)
     for answer in range(k):
         column = confusion[..., answer] if confusion.ndim == 2 else confusion[:, :, answer]
@@ -96,18 +99,19 @@ def next_label_value(
             expected_after += joint.max(axis=1)
             continue
         p_answer = joint.sum(axis=1)
-        if score == "decision":  # for every class c: T_ic C[c, l] / p(l), c right after l
-            right = joint / np.maximum(p_answer, _TINY)[:, None]
-            expected_after += p_answer[:, None] * _binary_entropy(right)
+        if score == "decision":  # T_im C[m, l] / p(l): the top class m right after l
+            chance = p_answer[pair_task]
+            right = joint[pair_task, pair_class] / np.maximum(chance, _TINY)
+            expected_after += chance * _binary_entropy(right)
             continue
         after = joint / np.maximum(p_answer, _TINY)[:, None]
         expected_after += p_answer * _entropy(after)
     if score == "accuracy":
         return np.maximum(expected_after - probas.max(axis=1), 0.0)
-    if score == "decision":  # the current label's column; classes tied for it averaged
-        per_class = _binary_entropy(probas) - expected_after
-        top = probas >= probas.max(axis=1, keepdims=True) - 1e-12
-        return np.maximum((per_class * top).sum(axis=1) / top.sum(axis=1), 0.0)
+    if score == "decision":  # classes tied for the most probable: their mean
+        per_pair = _binary_entropy(probas[pair_task, pair_class]) - expected_after
+        total = np.bincount(pair_task, weights=per_pair, minlength=n)
+        return np.maximum(total / np.bincount(pair_task, minlength=n), 0.0)
     return np.maximum(_entropy(probas) - expected_after, 0.0)
 
 
