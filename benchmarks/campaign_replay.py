@@ -184,11 +184,11 @@ def policy_chooser(
     from crowdlearn.campaign import rank_tasks
 
     rng = np.random.default_rng([seed, 13])
+    if score is not None:
+        options["score"] = score
 
     def choose(model, sub, open_tasks, batch, round_):
         ranking_model = model if strategy is None else fit_ds(sub, seed, strategy)
-        if score is not None:
-            options["score"] = score
         table = rank_tasks(sub, ranking_model, random_state=seed, **options)
         ranked = table["task"].to_numpy(dtype=np.int64)  # codes: sub has no ids
         ranked = ranked[open_tasks[ranked]]
