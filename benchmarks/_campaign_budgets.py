@@ -36,10 +36,17 @@ def labels_to_reach(grid: np.ndarray, curve: np.ndarray, target: float) -> float
     return float(x0 + (target - y0) * (x1 - x0) / (y1 - y0))
 
 
-def share_at(summary: Any, arm: str, overlap: int | None) -> float:
+def share_at(summary: Any, arm: str, overlap: int | None, unreached: str = "nan") -> float:
     """The labels ``arm``'s mean curve needs to reach uniform's mean accuracy at
     overlap ``overlap`` (None: the whole pool), over uniform's budget there; NaN when
-    uniform never gets to that overlap (no task has that many annotations)."""
+    uniform never gets to that overlap (no task has that many annotations).
+
+    A curve that never reaches that accuracy (uniform's curve can rise above the
+    all-labels accuracy on the way) gives NaN, or with ``unreached="pool"`` the whole
+    pool over the budget: a lower bound on what it needs, so that a mean over datasets
+    counts the miss against the arm instead of leaving the dataset out of its mean."""
+    if unreached not in ("nan", "pool"):
+        raise ValueError(f"unreached must be 'nan' or 'pool', got {unreached!r}")
     budgets = summary.uniform_budgets
     if overlap is None:
         budget = int(budgets[-1])
@@ -48,7 +55,19 @@ def share_at(summary: Any, arm: str, overlap: int | None) -> float:
     else:
         budget = int(budgets[overlap - 1])
     target = float(summary.curves["uniform"][budget - summary.grid[0]])
-    return labels_to_reach(summary.grid, summary.curves[arm], target) / budget
+    labels = labels_to_reach(summary.grid, summary.curves[arm], target)
+    if np.isnan(labels) and unreached == "pool":
+        labels = float(summary.grid[-1])
+    return labels / budget
+
+
+def share_text(summary: Any, arm: str, overlap: int | None) -> str:
+    """A share for the tables: "never" when uniform has that overlap and the arm's
+    mean curve never reaches its accuracy, "-" when uniform has no such overlap."""
+    share = share_at(summary, arm, overlap)
+    if np.isnan(share) and not np.isnan(share_at(summary, arm, overlap, unreached="pool")):
+        return "never"
+    return _text(share)
 
 
 def _name(overlap: int | None) -> str:
@@ -81,7 +100,7 @@ def budget_tables(
     shares = {(s.name, k): share_at(s, "policy", k) for s in summaries for k in overlaps}
     policy = pd.DataFrame(
         [
-            {"dataset": s.name, **{_name(k): _text(shares[s.name, k]) for k in overlaps}}
+            {"dataset": s.name, **{_name(k): share_text(s, "policy", k) for k in overlaps}}
             for s in summaries
         ]
     )
@@ -103,9 +122,11 @@ def budget_tables(
                 continue
             row: dict[str, Any] = {"dataset": s.name}
             for k in overlaps:
-                ours = share_at(side[s.name], "policy", k)
-                theirs = share_at(side[s.name], "cleanlab", k)
-                row[_name(k)] = f"{_text(ours)} / {_text(theirs)}"
+                ours = share_at(side[s.name], "policy", k, unreached="pool")
+                theirs = share_at(side[s.name], "cleanlab", k, unreached="pool")
+                row[_name(k)] = " / ".join(
+                    share_text(side[s.name], arm, k) for arm in ("policy", "cleanlab")
+                )
                 means.setdefault(f"{_name(k)} policy", []).append(1 - ours)
                 means.setdefault(f"{_name(k)} cleanlab", []).append(1 - theirs)
             rows.append(row)
@@ -129,7 +150,13 @@ def budget_headline(summaries: list[Any], side: dict[str, Any], goal: float) -> 
         text = f"k={k}: {saved} of {len(summaries)}"
         if side:
             ours, theirs = (
-                _mean([1 - share_at(side[s.name], arm, k) for s in summaries if s.name in side])
+                _mean(
+                    [
+                        1 - share_at(side[s.name], arm, k, unreached="pool")
+                        for s in summaries
+                        if s.name in side
+                    ]
+                )
                 for arm in ("policy", "cleanlab")
             )
             text += f", mean saving {_percent(ours)} against cleanlab's {_percent(theirs)}"
@@ -199,7 +226,9 @@ def saving_difference(
                 grid, {arm: c[draw].mean(axis=0) for arm, c in curves.items()}, budgets
             )
             for j, k in enumerate(overlaps):
-                out[d, j] = share_at(summary, "cleanlab", k) - share_at(summary, "policy", k)
+                out[d, j] = share_at(summary, "cleanlab", k, unreached="pool") - share_at(
+                    summary, "policy", k, unreached="pool"
+                )
         return 100 * _mean(out, axis=0)
 
     measured = differences([np.arange(n) for *_, n in per_dataset])

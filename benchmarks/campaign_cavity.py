@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks._campaign_budgets import OVERLAPS, paired_gains, share_at
+from benchmarks._campaign_budgets import OVERLAPS, paired_gains, share_at, share_text
 from benchmarks._registry import BenchResult, register
 from benchmarks.campaign_replay import (
     DATASETS,
@@ -129,12 +129,13 @@ def group_table(rows: pd.DataFrame, label: str, control: str) -> tuple[pd.DataFr
         )
     for k in OVERLAPS:
         table[f"shares k={k}, policy / {control}"] = [
-            " / ".join(f"{share_at(shares[n], arm, k):.3f}" for arm in ("policy", control))
+            " / ".join(share_text(shares[n], arm, k) for arm in ("policy", control))
             for n in table["dataset"]
         ]
     means = gains[[f"k={k}" for k in OVERLAPS]].mean()
     savings = {
-        arm: [100 * (1 - np.nanmean([share_at(s, arm, k) for s in shares.values()]))
+        arm: [100 * (1 - np.nanmean([share_at(s, arm, k, unreached="pool")
+                                     for s in shares.values()]))
               for k in OVERLAPS]
         for arm in ("policy", control)
     }  # fmt: skip

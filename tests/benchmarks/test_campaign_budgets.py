@@ -110,3 +110,29 @@ def test_accuracy_difference_reads_each_order_at_uniforms_budgets_paired():
     assert table.iloc[0, 2].startswith("-5.00")  # antisymmetric
     assert table.iloc[1, 1].startswith("+0.00")  # k=3 is the whole pool: equal
     assert accuracy_difference(raw_rows([0.8], [0.8]), [("policy", "random")]).empty
+
+
+def test_a_curve_that_never_reaches_counts_the_whole_pool_against_its_arm():
+    """Uniform's curve can rise above the all-labels accuracy on the way; an arm whose
+    mean curve never gets there must not drop out of its own mean saving."""
+    grid = np.arange(4, 13)
+    curves = {  # uniform peaks at k=2 (0.9) above the pool's 0.85, where all arms end
+        "uniform": np.interp(grid, [4, 8, 12], [0.5, 0.9, 0.85]),
+        "policy": np.interp(grid, [4, 8, 12], [0.5, 0.8, 0.85]),  # never 0.9
+        "cleanlab": np.interp(grid, [4, 7, 12], [0.5, 0.9, 0.85]),
+    }
+    summary = DatasetSummary("a", 4, 12, grid, curves, np.array([4, 8, 12]), 0.85)
+    assert np.isnan(share_at(summary, "policy", 2))
+    assert share_at(summary, "policy", 2, unreached="pool") == pytest.approx(12 / 8)
+    assert np.isnan(share_at(summary, "policy", 4, unreached="pool"))  # no overlap 4
+    with pytest.raises(ValueError, match="unreached"):
+        share_at(summary, "policy", 2, unreached="skip")
+    tables = budget_tables([summary], {"a": summary}, goal=0.2)
+    policy, against = (tables[t] for t in list(tables)[1:])
+    assert policy.iloc[0]["k=2"] == "never"
+    assert against.iloc[0]["k=2"] == "never / 0.875"
+    # the policy's saving at k=2 is 1 - 12/8 = -50 %, not left out of its mean
+    assert against.iloc[-1]["k=2"] == "-50.0% / 12.5%"
+    assert "mean saving -50.0% against cleanlab's 12.5%" in budget_headline(
+        [summary], {"a": summary}, goal=0.2
+    )
