@@ -182,6 +182,45 @@ def test_replay_never_gives_an_answer_twice_and_honours_routes(pool, tmp_path):
     assert both.merge(answers, on=["task", "worker", "label"]).shape[0] == len(both)
 
 
+def test_replay_reads_a_pool_with_its_own_column_names(pool, tmp_path):
+    """A finished export keeps its column names (--columns, like every reading command);
+    the batches replay writes (task, worker, label) are read as such by --seen."""
+    export = pd.read_csv(pool, dtype=str).rename(
+        columns={"task": "orig_id", "worker": "!amt_worker_ids", "label": "response"}
+    )
+    export.insert(0, "annotation", [f"a{i}" for i in range(len(export))])
+    export.to_csv(tmp_path / "export.tsv", sep="\t", index=False)
+    columns = "task=orig_id,worker=!amt_worker_ids,label=response"
+    labels = tmp_path / "labels"
+    labels.mkdir()
+    first = run("replay", tmp_path / "export.tsv", "--columns", columns, "-o", labels / "r0.csv")
+    assert first.exit_code == 0, first.output
+    pd.DataFrame({"task": ["task-3"]}).to_csv(tmp_path / "requests.csv", index=False)
+    result = run(
+        "replay",
+        tmp_path / "export.tsv",
+        "--columns",
+        columns,
+        "--requests",
+        tmp_path / "requests.csv",
+        "--seen",
+        labels,
+        "-o",
+        labels / "r1.csv",
+    )
+    assert result.exit_code == 0, result.output
+    r0, r1 = (pd.read_csv(labels / f"r{i}.csv", dtype=str) for i in (0, 1))
+    assert list(r1.columns) == ["task", "worker", "label"] and len(r1) == 1
+    assert r1["task"].iloc[0] == "task-3"
+    assert r1["worker"].iloc[0] != r0.loc[r0["task"] == "task-3", "worker"].iloc[0]
+    answers = pd.read_csv(pool, dtype=str)
+    assert pd.concat([r0, r1]).merge(answers).shape[0] == len(r0) + 1
+    # without --columns the export's columns are not task/worker/label: one clear error
+    refused = run("replay", tmp_path / "export.tsv", "-o", tmp_path / "none.csv")
+    assert refused.exit_code == 2 and "--columns" in refused.output
+    assert not (tmp_path / "none.csv").exists()
+
+
 def test_three_rounds_of_a_campaign(pool, tmp_path):
     labels = _first_round(pool, tmp_path)
     sizes = []

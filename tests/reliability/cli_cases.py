@@ -320,6 +320,16 @@ CASES: list[Case] = [
         "holds the input crowd.csv",
     ),
     Case(
+        "aggregate-folder-named-as-a-file",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "labels.csv"],
+        "this output is a folder of several files",
+    ),
+    Case(
+        "identify-folder-named-as-a-file",
+        ["identify", "crowd.csv", "-o", "scores.parquet"],
+        "not one .parquet file",
+    ),
+    Case(
         "aggregate-through-a-file",
         ["aggregate", "crowd.csv", "-s", "mv", "-o", "crowd.csv/out"],
         "cannot write crowd.csv/out: Not a directory",

@@ -48,6 +48,12 @@ OVERWRITE_FLAG = "--overwrite"
 MARKER = ".crowdlearn-output.json"
 
 
+#: Names that say "one file": refused as output folders (see :meth:`Outputs.folder`).
+_FILE_SUFFIXES = frozenset(
+    (".csv", ".tsv", ".parquet", ".json", ".jsonl", ".txt", ".npy", ".npz", ".html", ".pt")
+)
+
+
 class OutputError(OSError):
     """An OSError met while writing an output, carrying the target the user named.
 
@@ -173,7 +179,16 @@ class Outputs:
     # ------------------------------------------------------------------ declaring
 
     def folder(self, path: str, option: str = "-o") -> _Target:
-        """Declare an output folder; refuse it now if it may not be written."""
+        """Declare an output folder; refuse it now if it may not be written, or if its
+        name says it is one file (``labels.csv``) and no such folder exists yet: the
+        user expects a file there and would get a folder of several."""
+        suffix = Path(path).suffix.lower()
+        if suffix in _FILE_SUFFIXES and not os.path.isdir(path):
+            raise ValueError(
+                f"{option} {path}: this output is a folder of several files (labels, "
+                f"probas, ...), not one {suffix} file; give a folder name such as "
+                f"{Path(path).with_suffix('')}"
+            )
         return self._declare(path, "folder", option)
 
     def file(self, path: str, option: str = "-o", optional: bool = False) -> _Target:

@@ -248,16 +248,28 @@ def _from_state(state: str, strategy: str | None) -> tuple[CrowdData, Any]:
     return model.crowd_, model
 
 
-def _read_long(path: str) -> pd.DataFrame:
-    from crowdlearn.cli._reading import notes_on_stderr
-    from crowdlearn.io import read
+def _read_long(path: str, own_columns: bool = False) -> pd.DataFrame:
+    """The task, worker and label columns of ``path``. The command's reading options
+    (``--columns``, ``--answer``, ...) apply unless ``own_columns``: then the file is
+    read as replay writes its batches (task, worker, label), or as any format that
+    needs no options."""
+    from contextlib import ExitStack
 
-    with notes_on_stderr():
+    from crowdlearn.cli._reading import notes_on_stderr
+    from crowdlearn.io import default_columns, read
+    from crowdlearn.io.platforms import platform_options
+
+    with ExitStack() as stack:
+        if own_columns:
+            stack.enter_context(default_columns())
+            stack.enter_context(platform_options(None, None, False))
+        stack.enter_context(notes_on_stderr())
         crowd = read(path)
     return crowd.to_frame()[["task", "worker", "label"]]
 
 
 @cli.command("replay")
+@reading_options
 @click.argument("pool", type=click.Path())
 @click.option(
     "--requests",
@@ -268,7 +280,8 @@ def _read_long(path: str) -> pd.DataFrame:
 @click.option(
     "--seen",
     help="The answers already given (a file, folder or glob of batches); they are not "
-    "given again.",
+    "given again. Read as replay writes them (task, worker, label): --columns and the "
+    "platform options describe POOL only.",
 )
 @click.option(
     "--per-task",
@@ -306,7 +319,10 @@ def replay(
     For a dry run of a campaign on a finished one: each requested task gets its next
     unseen answers from POOL, in a fixed random order of its answers (--seed); when the
     request names workers (`crowdlearn next --route`), their answers come first. Tasks
-    with no answer left are skipped, with a note.
+    with no answer left are skipped, with a note. POOL can be a platform's export or a
+    table with its own column names (--columns, --answer, ...); the answers are written
+    as task, worker, label with POOL's ids, which `crowdlearn next` and `crowdlearn
+    aggregate` read without options.
     """
     _check_table_path(output, "-o")
     outputs = Outputs(overwrite, reads=[*input_paths(pool), requests])
@@ -316,7 +332,7 @@ def replay(
     answers = answers.iloc[rng.permutation(len(answers))].reset_index(drop=True)
     answers["rank"] = np.arange(len(answers))
     if seen is not None:
-        given = _read_long(seen)
+        given = _read_long(seen, own_columns=True)
         key = ["task", "worker"]
         marked = (
             answers[key]
