@@ -39,7 +39,9 @@ def labels_to_reach(grid: np.ndarray, curve: np.ndarray, target: float) -> float
 def share_at(summary: Any, arm: str, overlap: int | None, unreached: str = "nan") -> float:
     """The labels ``arm``'s mean curve needs to reach uniform's mean accuracy at
     overlap ``overlap`` (None: the whole pool), over uniform's budget there; NaN when
-    uniform never gets to that overlap (no task has that many annotations).
+    uniform never gets to that overlap (no task has that many annotations). Where
+    uniform's accuracy at ``overlap`` is above its accuracy with all the labels, the
+    latter is the level to reach (the most the pool supports; see the comment below).
 
     A curve that never reaches that accuracy (uniform's curve can rise above the
     all-labels accuracy on the way) gives NaN, or with ``unreached="pool"`` the whole
@@ -54,14 +56,17 @@ def share_at(summary: Any, arm: str, overlap: int | None, unreached: str = "nan"
         return float("nan")
     else:
         budget = int(budgets[overlap - 1])
-    target = float(summary.curves["uniform"][budget - summary.grid[0]])
+    uniform = summary.curves["uniform"]
+    # capped at the pool's accuracy (every arm's last point): uniform can get a task or
+    # two right at k that all the labels get wrong, a level no arm can be asked to reach
+    target = min(float(uniform[budget - summary.grid[0]]), float(uniform[-1]))
     labels = labels_to_reach(summary.grid, summary.curves[arm], target)
     if np.isnan(labels) and unreached == "pool":
         labels = float(summary.grid[-1])
     return labels / budget
 
 
-def share_text(summary: Any, arm: str, overlap: int | None) -> str:
+def budget_share_text(summary: Any, arm: str, overlap: int | None) -> str:
     """A share for the tables: "never" when uniform has that overlap and the arm's
     mean curve never reaches its accuracy, "-" when uniform has no such overlap."""
     share = share_at(summary, arm, overlap)
@@ -100,7 +105,7 @@ def budget_tables(
     shares = {(s.name, k): share_at(s, "policy", k) for s in summaries for k in overlaps}
     policy = pd.DataFrame(
         [
-            {"dataset": s.name, **{_name(k): share_text(s, "policy", k) for k in overlaps}}
+            {"dataset": s.name, **{_name(k): budget_share_text(s, "policy", k) for k in overlaps}}
             for s in summaries
         ]
     )
@@ -125,7 +130,7 @@ def budget_tables(
                 ours = share_at(side[s.name], "policy", k, unreached="pool")
                 theirs = share_at(side[s.name], "cleanlab", k, unreached="pool")
                 row[_name(k)] = " / ".join(
-                    share_text(side[s.name], arm, k) for arm in ("policy", "cleanlab")
+                    budget_share_text(side[s.name], arm, k) for arm in ("policy", "cleanlab")
                 )
                 means.setdefault(f"{_name(k)} policy", []).append(1 - ours)
                 means.setdefault(f"{_name(k)} cleanlab", []).append(1 - theirs)

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks._campaign_budgets import OVERLAPS, paired_gains, share_at, share_text
+from benchmarks._campaign_budgets import OVERLAPS, budget_share_text, paired_gains, share_at
 from benchmarks._registry import BenchResult, register
 from benchmarks.campaign_replay import (
     DATASETS,
@@ -129,7 +129,7 @@ def group_table(rows: pd.DataFrame, label: str, control: str) -> tuple[pd.DataFr
         )
     for k in OVERLAPS:
         table[f"shares k={k}, policy / {control}"] = [
-            " / ".join(share_text(shares[n], arm, k) for arm in ("policy", control))
+            " / ".join(budget_share_text(shares[n], arm, k) for arm in ("policy", control))
             for n in table["dataset"]
         ]
     means = gains[[f"k={k}" for k in OVERLAPS]].mean()

@@ -821,12 +821,16 @@ def run_notes(
         "stay' do not, which is why the headline keeps the mean curve",
         "campaign budgets (the budget tables): a campaign that stops at uniform overlap "
         "k (k labels per task, or all of a task's when it has fewer) asks for the labels "
-        "an arm needs to reach uniform's mean accuracy at k, over uniform's labels at k; "
-        "the policy ranks the same whatever the budget, so the same replays answer every "
-        "k; 'all labels' is the headline's share. The interval of the policy's saving "
-        f"minus cleanlab's resamples each dataset's orders ({BOOTSTRAP_DRAWS} draws, "
-        "paired: one draw of orders for uniform, the policy and cleanlab) and recomputes "
-        "the mean curves and shares; its 2.5 and 97.5 percentiles",
+        "an arm needs to reach uniform's mean accuracy at k, over uniform's labels at k "
+        "(where uniform at k is above its accuracy with all labels, as on ZenCrowd at k=3 "
+        "and 4, that level is capped at the all-labels accuracy: a task or two that k "
+        "labels get right and all of them wrong is luck no arm can be asked for; an arm "
+        "that never reaches the level would count the whole pool in the means, 'never' in "
+        "the tables); the policy ranks the same whatever the budget, so the same replays "
+        "answer every k; 'all labels' is the headline's share. The interval of the "
+        "policy's saving minus cleanlab's resamples each dataset's orders "
+        f"({BOOTSTRAP_DRAWS} draws, paired: one draw of orders for uniform, the policy "
+        "and cleanlab) and recomputes the mean curves and shares; its 2.5 and 97.5 percentiles",
         "accuracy at equal labels: each order's curves of the two arms interpolated at "
         "uniform's budget at overlap k, one minus the other (paired: the same order gives "
         "both the same first labels), the mean over orders, then over datasets; the "

@@ -113,15 +113,16 @@ def test_accuracy_difference_reads_each_order_at_uniforms_budgets_paired():
 
 
 def test_a_curve_that_never_reaches_counts_the_whole_pool_against_its_arm():
-    """Uniform's curve can rise above the all-labels accuracy on the way; an arm whose
-    mean curve never gets there must not drop out of its own mean saving."""
+    """In the replay every arm ends with the pool's labels, so it reaches the (capped)
+    level at the latest with the last label; should an arm ever end lower, it must not
+    drop out of its own mean saving."""
     grid = np.arange(4, 13)
-    curves = {  # uniform peaks at k=2 (0.9) above the pool's 0.85, where all arms end
-        "uniform": np.interp(grid, [4, 8, 12], [0.5, 0.9, 0.85]),
-        "policy": np.interp(grid, [4, 8, 12], [0.5, 0.8, 0.85]),  # never 0.9
-        "cleanlab": np.interp(grid, [4, 7, 12], [0.5, 0.9, 0.85]),
+    curves = {
+        "uniform": np.interp(grid, [4, 8, 12], [0.5, 0.75, 1.0]),
+        "policy": np.interp(grid, [4, 8, 12], [0.5, 0.7, 0.7]),  # never 0.75
+        "cleanlab": np.interp(grid, [4, 7, 12], [0.5, 0.75, 1.0]),
     }
-    summary = DatasetSummary("a", 4, 12, grid, curves, np.array([4, 8, 12]), 0.85)
+    summary = DatasetSummary("a", 4, 12, grid, curves, np.array([4, 8, 12]), 1.0)
     assert np.isnan(share_at(summary, "policy", 2))
     assert share_at(summary, "policy", 2, unreached="pool") == pytest.approx(12 / 8)
     assert np.isnan(share_at(summary, "policy", 4, unreached="pool"))  # no overlap 4
@@ -136,3 +137,19 @@ def test_a_curve_that_never_reaches_counts_the_whole_pool_against_its_arm():
     assert "mean saving -50.0% against cleanlab's 12.5%" in budget_headline(
         [summary], {"a": summary}, goal=0.2
     )
+
+
+def test_the_level_to_reach_is_capped_at_the_pools_accuracy():
+    """Uniform at k can beat all the labels (a task that 3 labels get right and 10 get
+    wrong); the arms are asked for the most the pool supports, not for that luck."""
+    grid = np.arange(4, 13)
+    curves = {
+        "uniform": np.interp(grid, [4, 8, 12], [0.5, 0.9, 0.85]),
+        "policy": np.interp(grid, [4, 6, 12], [0.5, 0.85, 0.85]),  # the pool's level at 6
+        "cleanlab": np.interp(grid, [4, 7, 8, 12], [0.5, 0.9, 0.85, 0.85]),
+    }
+    summary = DatasetSummary("a", 4, 12, grid, curves, np.array([4, 8, 12]), 0.85)
+    assert share_at(summary, "policy", 2) == pytest.approx(6 / 8)
+    # 0.85 on the way up to 0.9: 4 + 0.35 / 0.4 * 3 labels
+    assert share_at(summary, "cleanlab", 2) == pytest.approx((4 + 0.35 / 0.4 * 3) / 8)
+    assert share_at(summary, "uniform", 2) == pytest.approx((4 + 0.35 / 0.4 * 4) / 8)
