@@ -322,7 +322,7 @@ CASES: list[Case] = [
     Case(
         "aggregate-folder-named-as-a-file",
         ["aggregate", "crowd.csv", "-s", "mv", "-o", "labels.csv"],
-        "this output is a folder of several files",
+        "this output is a folder of several files, not one .csv file",
     ),
     Case(
         "identify-folder-named-as-a-file",

@@ -185,9 +185,8 @@ class Outputs:
         suffix = Path(path).suffix.lower()
         if suffix in _FILE_SUFFIXES and not os.path.isdir(path):
             raise ValueError(
-                f"{option} {path}: this output is a folder of several files (labels, "
-                f"probas, ...), not one {suffix} file; give a folder name such as "
-                f"{Path(path).with_suffix('')}"
+                f"{option} {path}: this output is a folder of several files, not one "
+                f"{suffix} file; give a folder name such as {Path(path).with_suffix('')}"
             )
         return self._declare(path, "folder", option)
 
