@@ -291,3 +291,15 @@ def test_next_refuses_other_answer_kinds_in_one_line(tmp_path):
     assert result.exit_code == 2
     assert "one class" in result.output and "comparisons" in result.output
     assert not (tmp_path / "next.csv").exists()
+
+
+def test_replay_refuses_other_answer_kinds_in_one_line(tmp_path):
+    """A pool of another kind (here comparisons): one line naming the kind, not a hint at
+    an option replay does not have."""
+    pool = tmp_path / "pairs.csv"
+    pool.write_text("worker,left,right,label\nw1,a,b,a\nw2,b,c,b\n")
+    result = run("replay", pool, "-o", tmp_path / "new.csv")
+    assert result.exit_code == 2, result.output
+    assert "one class" in result.output and "comparisons" in result.output, result.output
+    assert "--kind" not in result.output
+    assert not (tmp_path / "new.csv").exists()

@@ -327,6 +327,14 @@ def replay(
     _check_table_path(output, "-o")
     outputs = Outputs(overwrite, reads=[*input_paths(pool), requests])
     target = outputs.file(output)
+    import crowdlearn.cli._kinds as _kinds
+
+    kind = _kinds.detected_kind(pool, "memory")
+    if kind != "class":
+        raise CrowdDataError(
+            f"crowdlearn replay answers requests for tasks answered with one class (those "
+            f"of `crowdlearn next`); {pool} holds {_kinds.NOUNS[kind]}"
+        )
     answers = _read_long(pool)
     rng = np.random.default_rng(seed)
     answers = answers.iloc[rng.permutation(len(answers))].reset_index(drop=True)
