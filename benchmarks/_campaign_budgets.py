@@ -70,9 +70,8 @@ def budget_share_text(summary: Any, arm: str, overlap: int | None) -> str:
     """A share for the tables: "never" when uniform has that overlap and the arm's
     mean curve never reaches its accuracy, "-" when uniform has no such overlap."""
     share = share_at(summary, arm, overlap)
-    if np.isnan(share) and not np.isnan(share_at(summary, arm, overlap, unreached="pool")):
-        return "never"
-    return _text(share)
+    has_budget = overlap is None or overlap <= len(summary.uniform_budgets)
+    return "never" if np.isnan(share) and has_budget else _text(share)
 
 
 def _name(overlap: int | None) -> str:

@@ -26,6 +26,16 @@ else:
     pd = lazy_module("pandas")
 
 
+def _require_classes(data: str, what: str) -> None:
+    """Refuse DATA in one line (``what``; DATA holds ...) unless it holds one class per
+    answer: the campaign commands rank and answer class tasks only."""
+    import crowdlearn.cli._kinds as _kinds
+
+    kind = _kinds.detected_kind(data, "memory")
+    if kind != "class":
+        raise CrowdDataError(f"{what}; {data} holds {_kinds.NOUNS[kind]}")
+
+
 def _check_table_path(path: str, option: str) -> None:
     if Path(path).suffix.lower() not in (".csv", ".parquet"):
         raise CrowdDataError(f"{option} {path}: give a .csv or .parquet file")
@@ -188,14 +198,7 @@ def next_command(
     if state is not None:
         crowd, model = _from_state(state, strategy)
     else:
-        import crowdlearn.cli._kinds as _kinds
-
-        kind = _kinds.detected_kind(str(data), "memory")
-        if kind != "class":
-            raise CrowdDataError(
-                f"crowdlearn next ranks tasks answered with one class; {data} holds "
-                f"{_kinds.NOUNS[kind]}"
-            )
+        _require_classes(str(data), "crowdlearn next ranks tasks answered with one class")
         crowd = load_crowd(str(data), duplicates=duplicates)
         model = fitted_model(crowd, strategy or "ds", seed)
     learner = None
@@ -327,14 +330,11 @@ def replay(
     _check_table_path(output, "-o")
     outputs = Outputs(overwrite, reads=[*input_paths(pool), requests])
     target = outputs.file(output)
-    import crowdlearn.cli._kinds as _kinds
-
-    kind = _kinds.detected_kind(pool, "memory")
-    if kind != "class":
-        raise CrowdDataError(
-            f"crowdlearn replay answers requests for tasks answered with one class (those "
-            f"of `crowdlearn next`); {pool} holds {_kinds.NOUNS[kind]}"
-        )
+    _require_classes(
+        pool,
+        "crowdlearn replay answers requests for tasks answered with one class "
+        "(those of `crowdlearn next`)",
+    )
     answers = _read_long(pool)
     rng = np.random.default_rng(seed)
     answers = answers.iloc[rng.permutation(len(answers))].reset_index(drop=True)
