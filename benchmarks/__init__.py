@@ -30,6 +30,7 @@ MODULES = (
     "campaign_replay",
     "campaign_control",
     "campaign_cavity",
+    "campaign_replication",
     "campaign_speed",
     "cmm_scaling",
     "comparisons_bench",

@@ -197,11 +197,13 @@ def saving_difference(
 ) -> pd.DataFrame:
     """The policy's mean saving minus cleanlab's at each budget (points, datasets on
     the orders cleanlab ran), with a 95 % interval from resampling the orders of each
-    dataset (paired: one draw of orders serves uniform, the policy and cleanlab)."""
+    dataset (paired: one draw of orders serves uniform, the policy and cleanlab).
+    ``orders[name]``: how many of the dataset's orders to read, the lowest first."""
     overlaps: list[int | None] = [*OVERLAPS, None]
     per_dataset = []
     for name, n_orders in orders.items():
-        rows = raw[(raw["dataset"] == name) & (raw["order"] < n_orders)]
+        rows = raw[raw["dataset"] == name]
+        rows = rows[rows["order"].isin(np.sort(rows["order"].unique())[:n_orders])]
         arms = set(rows["arm"])
         if not {"uniform", "policy", "cleanlab"} <= arms:
             continue

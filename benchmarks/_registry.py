@@ -235,6 +235,7 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
         "The campaign loop",
         (
             "campaign-replay",
+            "campaign-replication",
             "campaign-control",
             "campaign-cavity",
             "campaign-score",

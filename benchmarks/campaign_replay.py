@@ -524,18 +524,21 @@ def run_all(
     growth: float,
     cleanlab: str | None,
     cleanlab_orders: dict[str, int],
+    first: int = 0,
 ) -> list[dict[str, Any]]:
     """Every (dataset, order) in a pool of two processes, cleanlab's replays (the
-    slowest) first."""
+    slowest) first; the orders are ``first``, ``first + 1``, ..."""
     ours = tuple(arm for arm in arms if arm != "cleanlab")
     jobs = []
     if cleanlab and "cleanlab" in arms:
         # the most expensive first (ActiveLab's cost grows with annotators and rounds)
         costly = sorted(loaded, key=lambda n: -loaded[n].n_annotations * loaded[n].n_workers)
         jobs += [
-            (name, seed, ("cleanlab",)) for name in costly for seed in range(cleanlab_orders[name])
+            (name, first + seed, ("cleanlab",))
+            for name in costly
+            for seed in range(cleanlab_orders[name])
         ]
-    jobs += [(name, seed, ours) for name in loaded for seed in range(seeds)]
+    jobs += [(name, first + seed, ours) for name in loaded for seed in range(seeds)]
     with ProcessPoolExecutor(max_workers=2) as pool:
         futures = []
         for name, seed, group in jobs:
