@@ -5,8 +5,8 @@ Label sets, ratings and comparisons are each their own small type
 :class:`~crowdlearn.data.Comparisons`), siblings of :class:`~crowdlearn.data.CrowdData`
 built on the same id coding (``_ids.factorize``: the user's ids in, int32 codes out,
 sorted unless declared) and the same validation error (:class:`CrowdDataError`). This
-module holds their common base, :class:`KindData`, and the helpers their constructors
-share: the duplicate policy, declared-or-seen ids, per-row messages.
+module holds their common bases, :class:`KindData` and :class:`TaskKindData`, and the
+helpers their constructors share: the duplicate policy, declared-or-seen ids, per-row messages.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from crowdlearn.data._ids import CODE_DTYPE, as_id_array, factorize
-from crowdlearn.data._validation import _duplicate_rows_to_keep
+from crowdlearn.data._validation import _duplicate_rows_to_keep, _validate_features
 from crowdlearn.data.errors import CrowdDataError, show
 
 #: Where a column of a frame must be a flat name (MultiIndex columns are refused).
@@ -198,3 +198,23 @@ class KindData:
         return True
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def task_features(features: Any, n_tasks: int) -> np.ndarray | None:
+    """Per-task features checked against the number of tasks (None stays None)."""
+    return None if features is None else _validate_features(features, n_tasks)
+
+
+class TaskKindData(KindData):
+    """Base of the kinds whose answers are about tasks (``task_ids``): all but
+    comparisons, whose answers are about pairs of items."""
+
+    @property
+    def n_tasks(self) -> int:
+        return len(self.task_ids)  # type: ignore[attr-defined]
+
+    def _store(self, **fields: Any) -> None:
+        """Set every field read-only (None stays None), then make the object immutable."""
+        for name, value in fields.items():
+            setattr(self, name, None if value is None else readonly(value))
+        self._freeze()

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from crowdlearn.data._ids import factorize
-from crowdlearn.data._kinds import KindData, check_codes, frame_column, id_axis, readonly
+from crowdlearn.data._kinds import TaskKindData, check_codes, frame_column, id_axis, readonly
 from crowdlearn.data.errors import CrowdDataError, show
 
 #: The coordinate columns, in order.
@@ -68,7 +68,7 @@ def _coordinates(values: Any, what: str, allow_empty_rows: bool) -> np.ndarray:
     return coords
 
 
-class Boxes(KindData):
+class Boxes(TaskKindData):
     """Bounding boxes drawn by a crowd.
 
     Parameters
@@ -305,10 +305,6 @@ class Boxes(KindData):
         return cls.from_arrays(
             task, worker, label, *corners, task_ids=sorted(seen) if images else None
         )
-
-    @property
-    def n_tasks(self) -> int:
-        return len(self.task_ids)
 
     @property
     def n_classes(self) -> int:

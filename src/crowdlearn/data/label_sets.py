@@ -17,14 +17,13 @@ import pandas as pd
 
 from crowdlearn.data._ids import as_id_array, factorize
 from crowdlearn.data._kinds import (
-    KindData,
+    TaskKindData,
     coded_annotations,
     frame_column,
     id_axis,
-    readonly,
+    task_features,
     truth_by_task,
 )
-from crowdlearn.data._validation import _validate_features
 from crowdlearn.data.errors import CrowdDataError, plain, show
 
 _BRACKETED = re.compile(r"\[([^\[\]]*)\]")
@@ -71,7 +70,7 @@ def parse_label_set(cell: Any, sep: str | None = None) -> list[Any]:
     return [text]
 
 
-class LabelSets(KindData):
+class LabelSets(TaskKindData):
     """Multi-label crowd answers: each annotation is a set of classes.
 
     Most users build one with :meth:`from_arrays` or :meth:`from_frame`; the
@@ -142,17 +141,12 @@ class LabelSets(KindData):
             n_tasks=n_tasks, duplicates=duplicates,
         )  # fmt: skip
         classes = id_axis(classes, n_classes, np.empty(0, np.int32), "label")
-        self.task = readonly(task)
-        self.worker = readonly(worker)
-        self.answers = readonly(answers)
-        self.task_ids = readonly(task_ids)
-        self.worker_ids = readonly(worker_ids)
-        self.classes = readonly(classes)
-        self.truth = None if truth is None else readonly(_truth_matrix(truth, task_ids, classes))
-        self.features = (
-            None if features is None else readonly(_validate_features(features, len(task_ids)))
-        )
-        self._freeze()
+        self._store(
+            task=task, worker=worker, answers=answers, task_ids=task_ids, worker_ids=worker_ids,
+            classes=classes,
+            truth=None if truth is None else _truth_matrix(truth, task_ids, classes),
+            features=task_features(features, len(task_ids)),
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ constructors
 
@@ -271,10 +265,6 @@ class LabelSets(KindData):
         )
 
     # ------------------------------------------------------------------------ views
-
-    @property
-    def n_tasks(self) -> int:
-        return len(self.task_ids)
 
     @property
     def n_classes(self) -> int:

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from crowdlearn.data._ids import factorize
-from crowdlearn.data._kinds import KindData, check_codes, id_axis, keep_rows, readonly
+from crowdlearn.data._kinds import TaskKindData, check_codes, id_axis, keep_rows, readonly
 from crowdlearn.data.errors import CrowdDataError, show
 
 #: The file formats of the folder layout, by suffix.
@@ -155,7 +155,7 @@ def decode_rle(rle: Mapping[str, Any], where: str = "RLE") -> np.ndarray:
     return flat.reshape(width, height).T.copy()
 
 
-class Masks(KindData):
+class Masks(TaskKindData):
     """Binary segmentation masks from a crowd, loaded one task at a time.
 
     Parameters
@@ -398,10 +398,6 @@ class Masks(KindData):
         return data
 
     # ------------------------------------------------------------------ access
-
-    @property
-    def n_tasks(self) -> int:
-        return len(self.task_ids)
 
     @property
     def mask_format(self) -> str:

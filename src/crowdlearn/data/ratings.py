@@ -14,17 +14,16 @@ import pandas as pd
 
 from crowdlearn.data._ids import as_id_array, factorize
 from crowdlearn.data._kinds import (
-    KindData,
+    TaskKindData,
     coded_annotations,
     frame_column,
-    readonly,
+    task_features,
     truth_by_task,
 )
-from crowdlearn.data._validation import _validate_features
 from crowdlearn.data.errors import CrowdDataError, show
 
 
-class Ratings(KindData):
+class Ratings(TaskKindData):
     """Numeric or ordinal crowd answers.
 
     Parameters
@@ -95,17 +94,10 @@ class Ratings(KindData):
                 )
             if np.all(np.isnan(truth)):
                 truth = None
-        self.task = readonly(task)
-        self.worker = readonly(worker)
-        self.value = readonly(value)
-        self.task_ids = readonly(task_ids)
-        self.worker_ids = readonly(worker_ids)
-        self.levels = None if levels is None else readonly(levels)
-        self.truth = None if truth is None else readonly(truth)
-        self.features = (
-            None if features is None else readonly(_validate_features(features, len(task_ids)))
-        )
-        self._freeze()
+        self._store(
+            task=task, worker=worker, value=value, task_ids=task_ids, worker_ids=worker_ids,
+            levels=levels, truth=truth, features=task_features(features, len(task_ids)),
+        )  # fmt: skip
 
     @classmethod
     def from_arrays(
@@ -170,10 +162,6 @@ class Ratings(KindData):
             frame_column(frame, label, "rating"),
             **kwargs,
         )
-
-    @property
-    def n_tasks(self) -> int:
-        return len(self.task_ids)
 
     @property
     def ordinal(self) -> bool:

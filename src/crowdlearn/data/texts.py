@@ -15,17 +15,16 @@ import pandas as pd
 
 from crowdlearn.data._ids import factorize
 from crowdlearn.data._kinds import (
-    KindData,
+    TaskKindData,
     coded_annotations,
     frame_column,
-    readonly,
+    task_features,
     truth_by_task,
 )
-from crowdlearn.data._validation import _validate_features
 from crowdlearn.data.errors import CrowdDataError, show
 
 
-class Texts(KindData):
+class Texts(TaskKindData):
     """Free-text crowd answers.
 
     Parameters
@@ -80,16 +79,10 @@ class Texts(KindData):
                 )
             if all(t is None for t in truth.tolist()):
                 truth = None
-        self.task = readonly(task)
-        self.worker = readonly(worker)
-        self.text = readonly(text)
-        self.task_ids = readonly(task_ids)
-        self.worker_ids = readonly(worker_ids)
-        self.truth = None if truth is None else readonly(truth)
-        self.features = (
-            None if features is None else readonly(_validate_features(features, len(task_ids)))
-        )
-        self._freeze()
+        self._store(
+            task=task, worker=worker, text=text, task_ids=task_ids, worker_ids=worker_ids,
+            truth=truth, features=task_features(features, len(task_ids)),
+        )  # fmt: skip
 
     @classmethod
     def from_arrays(
@@ -143,10 +136,6 @@ class Texts(KindData):
             frame_column(frame, label, "text"),
             **kwargs,
         )
-
-    @property
-    def n_tasks(self) -> int:
-        return len(self.task_ids)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per annotation: task, worker, text."""
