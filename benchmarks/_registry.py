@@ -239,6 +239,7 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
             "campaign-control",
             "campaign-cavity",
             "campaign-score",
+            "campaign-target",
             "campaign-speed",
         ),
     ),

@@ -31,7 +31,10 @@ def test_differences_read_every_order_and_say_it():
     assert float(saving.iloc[0, 1]) == pytest.approx(100 * (8 + 2 * 0.03 / 0.18 - 7) / 8, abs=0.05)
     accuracy = tables["Accuracy at equal labels at uniform overlap k's budget: orders 30-32"]
     assert accuracy.iloc[0, 1].startswith("+8.00")  # policy - cleanlab at k=2: 0.80 - 0.72
-    assert list(accuracy.columns)[1:] == ["policy - cleanlab (points)", "policy - uniform (points)"]
+    assert list(accuracy.columns)[1:] == [
+        "policy - cleanlab (points)",
+        "policy - uniform (points)",
+    ]
     assert sentence.startswith("Orders 30-32, the policy's mean saving minus cleanlab's")
     assert f"k=2: {saving.iloc[0, 1]} ({saving.iloc[0, 2]})" in sentence
     assert "At equal labels, policy's accuracy minus cleanlab's" in sentence
@@ -48,9 +51,10 @@ def test_without_cleanlab_the_reading_compares_the_policy_with_uniform_only():
         "policy - uniform, worst (pts)",
     ]
     assert not any("cleanlab" in title for title in extra)
-    assert "policy - uniform (points)" in extra[
-        "Accuracy at equal labels at uniform overlap k's budget: orders 0-1"
-    ]
+    assert (
+        "policy - uniform (points)"
+        in extra["Accuracy at equal labels at uniform overlap k's budget: orders 0-1"]
+    )
     assert summary.startswith("Orders 0-1: With the whole pool as the budget")
     assert "At equal labels, policy's accuracy minus uniform's" in summary
 

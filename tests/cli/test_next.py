@@ -84,6 +84,22 @@ def test_next_all_and_target_confidence(pool, tmp_path):
     assert len(table) == 80
     assert (table.loc[table["done"], "confidence"] >= 0.9).all()
     assert "done at confidence >= 0.9" in result.output
+    assert (table["to_target"] == 0).all() and "more label(s)" not in result.output
+
+
+def test_target_confidence_says_the_labels_still_needed(tmp_path):
+    few = tmp_path / "few.csv"
+    write_csv(hammer_spammer(n_worker=15, n_task=80, n_classes=2, ratio=0.3, feedback=2), few)
+    out = tmp_path / "all.csv"
+    result = run("next", few, "--budget", 1, "--all", "--target-confidence", 0.95, "-o", out)
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out)
+    assert 0 < table["done"].sum() < len(table)
+    # none for done tasks, at least one for open ones, their sum on the summary line
+    assert (table.loc[table["done"], "to_target"] == 0).all()
+    assert (table.loc[~table["done"], "to_target"] >= 1).all()
+    total = f"about {table['to_target'].sum():.0f} more label(s) to bring the open tasks"
+    assert total in result.output
 
 
 def test_route_suggests_workers_who_have_not_answered(pool, tmp_path):

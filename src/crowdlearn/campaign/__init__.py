@@ -2,6 +2,7 @@
 task is done (:func:`next_labels`, :func:`rank_tasks`); worker decisions are in
 :func:`crowdlearn.identify.worker_decisions`."""
 
+from crowdlearn.campaign.budget import labels_to_target
 from crowdlearn.campaign.ranking import (
     fitted_model,
     learner_weights,
@@ -23,6 +24,7 @@ __all__ = [
     "SCORES",
     "cavity_posteriors",
     "fitted_model",
+    "labels_to_target",
     "learner_weights",
     "mix_learner",
     "next_label_value",

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from crowdlearn.campaign.budget import labels_to_target
 from crowdlearn.campaign.values import (
     SCORES,
     Score,
@@ -26,6 +27,10 @@ from crowdlearn.data import CrowdData, CrowdDataError
 
 #: Largest (tasks x workers) table built at once by GLAD's and the routing's gathers.
 _CHUNK_CELLS = 5_000_000
+#: The most labels the ``to_target`` estimate lets a task need, and its draws per task
+#: (the column's sum over many tasks is what matters; each task's value is rough).
+TARGET_CAP = 30
+TARGET_DRAWS = 16
 
 
 def fitted_model(data: CrowdData, strategy: Any = "ds", random_state: int = 0) -> Any:
@@ -175,7 +180,12 @@ def rank_tasks(
         the probability that the label is right.
     target_confidence : float, optional
         Tasks whose posterior probability of their label reaches it, with at least
-        ``min_labels`` labels, are ``done``: they go last, with score 0.
+        ``min_labels`` labels, are ``done``: they go last, with score 0. The table
+        then has a ``to_target`` column: the labels each task is expected to still
+        need to get there, from the crowd's average worker
+        (:func:`~crowdlearn.campaign.budget.labels_to_target`, capped at
+        ``TARGET_CAP``; 0 for done tasks). Their sum is what the campaign is expected
+        to spend to finish.
     min_labels : int, default 2
         Labels a task needs before it can be done. A lone label is checked against
         nothing: with one label per task, Dawid-Skene cannot tell good workers from bad
@@ -206,7 +216,8 @@ def rank_tasks(
     -------
     DataFrame, one row per task in priority order: ``task``, ``label`` (current most
     probable class), ``confidence`` (its probability), ``score``, ``n_labels``,
-    ``done``, and with ``route`` a ``workers`` column (ids joined by ``;``).
+    ``done``, with ``target_confidence`` ``to_target``, and with ``route`` a ``workers``
+    column (ids joined by ``;``).
     """
     if score not in SCORES:
         raise CrowdDataError(f"score must be one of {list(SCORES)}, got {score!r}")
@@ -245,6 +256,19 @@ def rank_tasks(
     if target_confidence is not None:
         done = (confidence >= target_confidence) & (n_labels >= min_labels)
     values = np.where(done, 0.0, values)
+    to_target = None
+    if target_confidence is not None:
+        to_target, _ = labels_to_target(
+            probas,
+            confusion,
+            target_confidence,
+            n_labels=n_labels,
+            min_labels=min_labels,
+            belief=scoring,
+            cap=TARGET_CAP,
+            draws=TARGET_DRAWS,
+            random_state=random_state,
+        )
     noise = np.random.default_rng(random_state).random(data.n_tasks)
     # open tasks first, then by score, then fewer labels, then a seeded random order
     order = np.lexsort((noise, n_labels, -secondary, -values, done))
@@ -258,6 +282,8 @@ def rank_tasks(
             "done": done[order],
         }
     )
+    if to_target is not None:
+        table["to_target"] = to_target[order]
     if route:
         open_tasks = order[~done[order]][:route_first]
         table["workers"] = ""

@@ -99,7 +99,7 @@ def learner_predictions(crowd: CrowdData, probas: np.ndarray, features: str, see
     type=click.Path(dir_okay=False),
     required=True,
     help="Where to write the tasks to label (.csv or .parquet): task, label, confidence, "
-    "score, n_labels, done (and workers with --route).",
+    "score, n_labels, done (and to_target with --target-confidence, workers with --route).",
 )
 @click.option(
     "-s",
@@ -120,7 +120,10 @@ def learner_predictions(crowd: CrowdData, probas: np.ndarray, features: str, see
 @click.option(
     "--target-confidence",
     type=number("--target-confidence"),
-    help="Tasks whose label has at least this posterior probability are done (e.g. 0.95).",
+    help="Tasks whose label has at least this posterior probability are done (e.g. 0.95); "
+    "each open task then gets to_target, the labels it is expected to still need. The "
+    "posterior is the model's own belief: with few labels per worker it runs above the "
+    "accuracy (see benchmarks/pages/campaign.md).",
 )
 @click.option(
     "--min-labels",
@@ -186,6 +189,7 @@ def next_command(
     Python.
     """
     from crowdlearn.campaign import fitted_model, rank_tasks
+    from crowdlearn.campaign.ranking import TARGET_CAP
     from crowdlearn.cli.identify import load_crowd
     from crowdlearn.identify import worker_decisions
 
@@ -229,6 +233,11 @@ def next_command(
     if not all_tasks and n_open < budget:
         note(f"crowdlearn: note: only {n_open} open task(s), fewer than --budget {budget}")
     done_text = f", {n_done} done at confidence >= {target_confidence:g}" if n_done else ""
+    if target_confidence is not None and n_open:
+        done_text += (
+            f"; about {table['to_target'].sum():.0f} more label(s) to bring the open tasks "
+            f"there (expected under the model, at most {TARGET_CAP} a task)"
+        )
     stop_text = f"; {len(stopped)} worker(s) to stop left out of --route" if stopped else ""
     click.echo(
         f"next: {len(chosen)} task(s) of {crowd.n_tasks} ({n_open} open{done_text}){stop_text} "

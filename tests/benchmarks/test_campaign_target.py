@@ -1,0 +1,53 @@
+"""campaign-target: the to_target estimate against what a replayed campaign bought."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from benchmarks import run
+from benchmarks.campaign_replay import annotation_positions, revealed_data
+from benchmarks.campaign_target import MIN_LABELS, TARGET, finish, target_rows
+from crowdlearn.campaign import rank_tasks
+from crowdlearn.simulate import independent_confusion
+
+
+def crowd():
+    return independent_confusion(n_worker=20, n_task=60, n_classes=2, feedback=6, seed=3)
+
+
+def test_finish_buys_until_no_open_task_can_get_a_label():
+    data = crowd()
+    revealed = np.ones(data.n_tasks, np.int64)
+    bought, rounds, left_open, done_accuracy = finish(data, 0, revealed, 0.05)
+    sizes = np.bincount(data.task, minlength=data.n_tasks)
+    assert rounds > 0 and bought.sum() > 0
+    assert (revealed + bought <= sizes).all()  # only labels the pool holds
+    assert 0 <= done_accuracy <= 1
+    # at the end every open task has nothing left to buy
+    sub = revealed_data(data, annotation_positions(data, 0), revealed + bought)
+    table = rank_tasks(sub, target_confidence=TARGET, min_labels=MIN_LABELS, random_state=0)
+    still_open = table.loc[~table["done"], "task"].to_numpy(dtype=np.int64)
+    assert len(still_open) == left_open
+    assert (revealed[still_open] + bought[still_open] == sizes[still_open]).all()
+
+
+def test_target_rows_compare_the_estimate_with_what_was_bought():
+    data = crowd()
+    (row,) = target_rows("toy", data, 0, 0.05, (1.5,))
+    assert row["labels now"] >= 1.5 * data.n_tasks
+    # the same walks, capped at the pool (at most 5 left a task here) instead of at 30
+    assert row["estimate within the pool"] <= row["estimate"]
+    assert row["bought"] > 0 and row["open tasks"] > 0
+    # a crowd drawn from the model's own kind: the estimate is near what was bought
+    assert 0.5 < row["estimate within the pool"] / row["bought"] < 2.0
+
+
+def test_quick_run_on_the_real_datasets(tmp_path, shared_datasets, monkeypatch):
+    monkeypatch.setenv("CROWDLEARN_DATA", str(shared_datasets))
+    report = run("campaign-target", tmp_path, quick=True, seeds=1).read_text()
+    assert "| dataset | start (labels per task) | open tasks | estimate |" in report
+    assert "Estimate within the pool over the labels bought, by start" in report
+    raw = pd.read_csv(tmp_path / "campaign-target.csv")
+    assert set(raw["dataset"]) == {"wsd", "bluebirds"}
+    assert (raw["bought"] > 0).all()
