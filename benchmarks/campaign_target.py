@@ -23,12 +23,14 @@ from __future__ import annotations
 import math
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from benchmarks._registry import BenchResult, register
+from benchmarks.campaign_control import posteriors_under
 from benchmarks.campaign_replay import (
     DATASETS,
     MIN_BATCH_SHARE,
@@ -51,6 +53,8 @@ MIN_LABELS = 2
 #: Labels per task at which the estimate is taken.
 STARTS = (1.5, 3.0)
 QUICK_STARTS = (1.5,)
+#: The fewest labels bought (mean over orders) for which the table gives a ratio.
+MIN_BOUGHT = 20
 
 
 def estimate(sub: CrowdData, model: Any, cap: Any, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -70,11 +74,14 @@ def estimate(sub: CrowdData, model: Any, cap: Any, seed: int) -> tuple[np.ndarra
 
 
 def finish(
-    data: CrowdData, seed: int, revealed: np.ndarray, min_share: float
+    data: CrowdData, seed: int, revealed: np.ndarray, min_share: float, frozen: Any = None
 ) -> tuple[np.ndarray, int, int, float]:
     """Run the campaign on from ``revealed`` until no task is open or the open ones have
     nothing left: the labels bought per task, the rounds, the tasks left open and the
-    accuracy of the tasks done then (against the truth, where known)."""
+    accuracy of the tasks done then (against the truth, where known).
+
+    ``frozen``, a fitted Dawid-Skene model: the control without refits; each round's
+    posteriors are one E-step under its worker confusions and class prior."""
     positions = annotation_positions(data, seed)
     sizes = np.bincount(data.task, minlength=data.n_tasks)
     revealed = revealed.copy()
@@ -83,7 +90,15 @@ def finish(
     rounds = 0
     while True:
         sub = revealed_data(data, positions, revealed)
-        model = fit_ds(sub, seed)
+        if frozen is None:
+            model = fit_ds(sub, seed)
+        else:
+            confusions, priors = np.asarray(frozen.confusions_), np.asarray(frozen.priors_)
+            model = SimpleNamespace(
+                probas_=posteriors_under(sub, confusions, priors),
+                confusions_=confusions,
+                priors_=priors,
+            )
         table = rank_tasks(
             sub, model, target_confidence=TARGET, min_labels=MIN_LABELS, random_state=seed
         )
@@ -112,6 +127,7 @@ def target_rows(
         as_given, reached = estimate(sub, model, TARGET_CAP, seed)
         in_pool, _ = estimate(sub, model, sizes - revealed, seed)
         bought, rounds, left_open, done_accuracy = finish(data, seed, revealed, min_share)
+        frozen, *_ = finish(data, seed, revealed, min_share, frozen=model)
         open_now = as_given > 0
         rows.append(
             {
@@ -124,6 +140,7 @@ def target_rows(
                 "tasks unlikely within the cap": int((reached < 0.5).sum()),
                 "estimate within the pool": float(in_pool.sum()),
                 "bought": int(bought.sum()),
+                "bought, no refits": int(frozen.sum()),
                 "rounds": rounds,
                 "left open": left_open,
                 "accuracy of the done tasks": done_accuracy,
@@ -161,8 +178,12 @@ def bench_campaign_target(out: Path, quick: bool, seeds: int) -> BenchResult:
         f"each task capped at {TARGET_CAP} labels); within the pool: the same walk capped "
         "at what is left of each task's annotations; bought: the labels the campaign then "
         "bought until no task was open or the open ones had nothing left ('left open'); "
-        "ratio: estimate within the pool over bought; rank correlation: Spearman's, over "
+        f"ratio: estimate within the pool over bought (where {MIN_BOUGHT} labels or more "
+        "were bought); rank correlation: Spearman's, over "
         "the tasks open at the start, between a task's estimate and its labels bought; "
+        "no refits: the control, the same campaign with the posteriors of each round "
+        "computed under the start's worker confusions and class prior (one E-step), as "
+        "the estimate's walk assumes; "
         "accuracy of the done tasks: at the end, against the truth (the target asks for "
         f"{TARGET})",
         "mean over the orders",
@@ -173,28 +194,49 @@ def bench_campaign_target(out: Path, quick: bool, seeds: int) -> BenchResult:
         return BenchResult(raw=raw, table=pd.DataFrame(), notes=notes)
     keys = ["dataset", "start (labels per task)"]
     mean = raw.groupby(keys, sort=False).mean(numeric_only=True).reset_index()
-    mean["ratio"] = mean["estimate within the pool"] / mean["bought"]
+    # a ratio of a handful of labels says nothing (a crowd nearly done, or out of labels)
+    enough = mean["bought"] >= MIN_BOUGHT
+    mean["ratio"] = (mean["estimate within the pool"] / mean["bought"]).where(enough)
+    mean["ratio, no refits"] = (
+        mean["estimate within the pool"] / mean["bought, no refits"]
+    ).where(mean["bought, no refits"] >= MIN_BOUGHT)
     table = pd.DataFrame(
         {
             "dataset": mean["dataset"],
             "start (labels per task)": mean["start (labels per task)"],
-            "open tasks": mean["open tasks"].round(1),
+            "open tasks": mean["open tasks"].map(lambda v: f"{v:.1f}"),
             "estimate": mean["estimate"].round(0).astype(int),
             "unlikely within the cap": mean["tasks unlikely within the cap"].round(1),
             "estimate within the pool": mean["estimate within the pool"].round(0).astype(int),
             "bought": mean["bought"].round(0).astype(int),
-            "ratio": mean["ratio"].map(lambda v: f"{v:.2f}"),
+            "ratio": mean["ratio"].map(lambda v: "-" if np.isnan(v) else f"{v:.2f}"),
+            "bought, no refits": mean["bought, no refits"].round(0).astype(int),
+            "ratio, no refits": mean["ratio, no refits"].map(
+                lambda v: "-" if np.isnan(v) else f"{v:.2f}"
+            ),
             "left open": mean["left open"].round(1),
             "accuracy of the done tasks": mean["accuracy of the done tasks"].map(
                 lambda v: f"{v:.3f}"
             ),
-            "rank correlation": mean["rank correlation (open tasks)"].map(lambda v: f"{v:.2f}"),
+            "rank correlation": mean["rank correlation (open tasks)"].map(
+                lambda v: "-" if np.isnan(v) else f"{v:.2f}"
+            ),
         }
     )
-    ratios = mean.groupby("start (labels per task)")["ratio"]
+    ratios = mean[enough].groupby("start (labels per task)")["ratio"]
     summary = "Estimate within the pool over the labels bought, by start: " + "; ".join(
         f"{start:g} labels a task: median {group.median():.2f} (range {group.min():.2f}-"
         f"{group.max():.2f}) over {len(group)} datasets"
         for start, group in ratios
+    )
+    frozen = mean["ratio, no refits"].dropna()
+    summary += (
+        f"; without refits (the control), median {frozen.median():.2f} (range "
+        f"{frozen.min():.2f}-{frozen.max():.2f}) over {len(frozen)} datasets and starts"
+    )
+    accuracy = mean["accuracy of the done tasks"]
+    summary += (
+        f". Accuracy of the tasks called done at confidence {TARGET}: "
+        f"{accuracy.min():.3f} to {accuracy.max():.3f} over the datasets and starts"
     )
     return BenchResult(raw=raw, table=table, notes=notes, summary=summary + ".")
