@@ -11,8 +11,9 @@ Crowds: :func:`~crowdlearn.simulate.independent_confusion` (one Dawid-Skene conf
 matrix per worker), 5 labels per task, K = 2 and K = 10, at 100k and 1M annotations
 (quick: 10k). For each crowd: the seconds of one Dawid-Skene fit (its defaults), then
 the seconds of ``rank_tasks`` on that fitted model for each score with and without
-leave-one-task-out, the best of ``REPEATS`` runs, and each as a ratio to the fit
-(the machine's speed cancels in the ratio).
+leave-one-task-out, and with a target confidence (which adds the ``to_target``
+estimate, :func:`~crowdlearn.campaign.labels_to_target`), the best of ``REPEATS``
+runs, and each as a ratio to the fit (the machine's speed cancels in the ratio).
 """
 
 from __future__ import annotations
@@ -37,8 +38,15 @@ LABELS_PER_TASK = 5
 #: Annotations per worker (the number of workers grows with the crowd).
 PER_WORKER = 500
 REPEATS = 3
-#: (score, leave_one_out) of each timed ranking; the first is the default.
-RANKINGS = (("decision", True), ("decision", False), ("entropy", True), ("entropy", False))
+#: (score, leave_one_out, target_confidence) of each timed ranking; the first is the
+#: default, the last adds the to_target estimate (``crowdlearn next --target-confidence``).
+RANKINGS = (
+    ("decision", True, None),
+    ("decision", False, None),
+    ("entropy", True, None),
+    ("entropy", False, None),
+    ("decision", True, 0.95),
+)
 
 
 def best_of(repeats: int, call: Any) -> tuple[float, Any]:
@@ -61,10 +69,12 @@ def crowd_rows(n_annotations: int, n_classes: int, seed: int) -> list[dict[str, 
     )
     fit_seconds, model = best_of(1, lambda: DawidSkene(progress=False).fit(data))
     rows = []
-    for score, leave_one_out in RANKINGS:
+    for score, leave_one_out, target in RANKINGS:
         seconds, table = best_of(
             REPEATS,
-            lambda s=score, lo=leave_one_out: rank_tasks(data, model, score=s, leave_one_out=lo),
+            lambda s=score, lo=leave_one_out, t=target: rank_tasks(
+                data, model, score=s, leave_one_out=lo, target_confidence=t
+            ),
         )
         assert len(table) == data.n_tasks and np.isfinite(table["score"]).all()
         rows.append(
@@ -75,6 +85,7 @@ def crowd_rows(n_annotations: int, n_classes: int, seed: int) -> list[dict[str, 
                 "classes": n_classes,
                 "score": score,
                 "leave_one_out": leave_one_out,
+                "target": target,
                 "fit_s": fit_seconds,
                 "rank_s": seconds,
                 "rank / fit": seconds / fit_seconds,
@@ -92,6 +103,7 @@ def bench_campaign_speed(out: Path, quick: bool, seeds: int) -> BenchResult:
     table = raw.assign(
         **{
             "leave one task out": raw["leave_one_out"].map({True: "yes", False: "no"}),
+            "target confidence": raw["target"].map(lambda v: "-" if pd.isna(v) else f"{v:g}"),
             "fit (s)": raw["fit_s"].map(lambda v: f"{v:.2f}"),
             "rank_tasks (s)": raw["rank_s"].map(lambda v: f"{v:.3f}"),
             "rank_tasks / fit": raw["rank / fit"].map(lambda v: f"{v:.3f}"),
@@ -104,25 +116,33 @@ def bench_campaign_speed(out: Path, quick: bool, seeds: int) -> BenchResult:
             "classes",
             "score",
             "leave one task out",
+            "target confidence",
             "fit (s)",
             "rank_tasks (s)",
             "rank_tasks / fit",
         ]
     ]
-    default = raw[(raw["score"] == RANKINGS[0][0]) & raw["leave_one_out"]]
+    default = raw[(raw["score"] == RANKINGS[0][0]) & raw["leave_one_out"] & raw["target"].isna()]
     largest = default[default["annotations"] == default["annotations"].max()]
+    targeted = raw[raw["target"].notna() & (raw["annotations"] == raw["annotations"].max())]
     summary = (
         "rank_tasks with its defaults (decision score, leave one task out) costs "
         + ", ".join(
             f"{row['rank / fit']:.2f} of a Dawid-Skene fit at K = {row['classes']}"
             for _, row in largest.iterrows()
         )
-        + f" on {int(largest['annotations'].iloc[0]):,} annotations."
+        + f" on {int(largest['annotations'].iloc[0]):,} annotations; with a target "
+        "confidence (the to_target estimate) "
+        + ", ".join(
+            f"{row['rank / fit']:.2f} at K = {row['classes']}" for _, row in targeted.iterrows()
+        )
+        + "."
     )
     notes = [
         f"crowds: independent_confusion (seed 0), {LABELS_PER_TASK} labels per task, one "
         f"worker per {PER_WORKER} annotations; fit: DawidSkene() with its defaults, timed "
         f"once; rank_tasks(data, fitted_model, score=..., leave_one_out=...): the best of "
-        f"{REPEATS} runs; one process (numpy may use its threads)",
+        f"{REPEATS} runs; one process (numpy may use its threads); target confidence: "
+        "rank_tasks(..., target_confidence=0.95), which adds the to_target column",
     ]
     return BenchResult(raw=raw, table=table, notes=notes, summary=summary)

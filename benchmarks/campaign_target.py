@@ -44,7 +44,7 @@ from benchmarks.campaign_replay import (
     revealed_data,
 )
 from crowdlearn.campaign import labels_to_target, next_worker_confusion, rank_tasks
-from crowdlearn.campaign.ranking import TARGET_CAP, TARGET_DRAWS, cavity_of
+from crowdlearn.campaign.ranking import TARGET_CAP, TARGET_DRAWS, cavity_of, target_draws
 from crowdlearn.data import CrowdData
 
 NAME = "campaign-target"
@@ -60,15 +60,18 @@ MIN_BOUGHT = 20
 def estimate(sub: CrowdData, model: Any, cap: Any, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """``labels_to_target`` with rank_tasks' inputs (the model's posteriors, the crowd's
     average worker, the leave-one-task-out posteriors as the belief)."""
+    probas = np.asarray(model.probas_, dtype=np.float64)
+    n_labels = np.bincount(sub.task, minlength=sub.n_tasks)
+    n_open = int(((probas.max(axis=1) < TARGET) | (n_labels < MIN_LABELS)).sum())
     return labels_to_target(
-        np.asarray(model.probas_, dtype=np.float64),
+        probas,
         next_worker_confusion(model, sub),
         TARGET,
-        n_labels=np.bincount(sub.task, minlength=sub.n_tasks),
+        n_labels=n_labels,
         min_labels=MIN_LABELS,
         belief=cavity_of(model, sub),
         cap=cap,
-        draws=TARGET_DRAWS,
+        draws=target_draws(n_open),
         random_state=seed,
     )
 

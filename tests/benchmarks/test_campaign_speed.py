@@ -23,3 +23,5 @@ def test_quick_run_times_every_ranking_on_both_class_counts(tmp_path):
     assert sorted(raw["classes"].unique()) == [2, 10]
     assert (raw["rank_s"] > 0).all() and (raw["fit_s"] > 0).all()
     assert (raw["rank / fit"] - raw["rank_s"] / raw["fit_s"]).abs().max() < 1e-12
+    assert raw["target"].notna().sum() == 2  # the to_target estimate, once per class count
+    assert "with a target confidence (the to_target estimate)" in report

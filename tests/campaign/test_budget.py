@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crowdlearn.campaign import labels_to_target, one_coin_confusion, rank_tasks
+from crowdlearn.campaign.ranking import TARGET_DRAWS, TARGET_WALKS, target_draws
 from crowdlearn.data import CrowdDataError
 from crowdlearn.simulate import independent_confusion
 
@@ -108,3 +109,9 @@ def test_rank_tasks_gives_to_target_with_a_target_only():
     table = rank_tasks(data, target_confidence=0.95)
     assert (table.loc[table["done"], "to_target"] == 0).all()
     assert (table.loc[~table["done"], "to_target"] >= 1).all()
+
+
+def test_many_open_tasks_get_fewer_walks_each_but_never_fewer_than_four():
+    assert target_draws(10) == TARGET_DRAWS
+    assert target_draws(TARGET_WALKS // 8) == 8
+    assert target_draws(10 * TARGET_WALKS) == 4

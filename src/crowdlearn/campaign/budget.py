@@ -142,28 +142,31 @@ def _walk(
     draws: int,
     rng: np.random.Generator,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Labels until done (or the cap) and whether done, (m, draws) each, for m tasks."""
+    """Labels until done (or the cap) and whether done, (m, draws) each, for m tasks.
+
+    The walks run side by side as rows of one (m * draws, K) table; each step touches
+    only those still going (most stop after a label or two)."""
     m = len(probas)
-    log_post = np.repeat(np.log(np.maximum(probas, _TINY))[:, None, :], draws, axis=1)
-    truth = _draw(np.repeat(np.cumsum(belief, axis=1)[:, None, :], draws, axis=1), rng)
+    task = np.repeat(np.arange(m), draws)
+    log_post = np.log(np.maximum(probas, _TINY))[task]
+    truth = _draw(np.cumsum(belief, axis=1)[task], rng)
     shared = log_confusion.ndim == 2
-    # each draw's cumulative confusion row for its true class: (m, draws, K)
-    rows = cumulative[truth] if shared else cumulative[np.arange(m)[:, None], truth]
-    count = np.zeros((m, draws), np.int64)
-    hit = np.zeros((m, draws), bool)
-    active = np.ones((m, draws), bool)
-    needed, caps = still_needed[:, None], caps[:, None]
-    while active.any():
+    count = np.zeros(m * draws, np.int64)
+    hit = np.zeros(m * draws, bool)
+    going = np.arange(m * draws)
+    while len(going):
+        owner, true = task[going], truth[going]
+        rows = cumulative[true] if shared else cumulative[owner, true]
         label = _draw(rows, rng)
         if shared:
-            update = np.moveaxis(log_confusion[:, label], 0, -1)
+            update = log_confusion[:, label].T
         else:
-            # advanced indices around a slice: their (m, draws) axes come first
-            update = log_confusion[np.arange(m)[:, None], :, label]
-        log_post += np.where(active[..., None], update, 0.0)
-        count += active
-        top = 1.0 / np.exp(log_post - log_post.max(axis=-1, keepdims=True)).sum(axis=-1)
-        finished = active & (top >= target) & (count >= needed)
-        hit |= finished
-        active &= ~finished & (count < caps)
-    return count, hit
+            update = log_confusion[owner, :, label]
+        log_post[going] += update
+        count[going] += 1
+        now = log_post[going]
+        top = 1.0 / np.exp(now - now.max(axis=1, keepdims=True)).sum(axis=1)
+        finished = (top >= target) & (count[going] >= still_needed[owner])
+        hit[going[finished]] = True
+        going = going[~finished & (count[going] < caps[owner])]
+    return count.reshape(m, draws), hit.reshape(m, draws)

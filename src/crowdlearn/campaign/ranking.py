@@ -28,9 +28,11 @@ from crowdlearn.data import CrowdData, CrowdDataError
 #: Largest (tasks x workers) table built at once by GLAD's and the routing's gathers.
 _CHUNK_CELLS = 5_000_000
 #: The most labels the ``to_target`` estimate lets a task need, and its draws per task
-#: (the column's sum over many tasks is what matters; each task's value is rough).
+#: (the column's sum over many tasks is what matters; each task's value is rough) ...
 TARGET_CAP = 30
 TARGET_DRAWS = 16
+#: ... fewer (down to 4) where the open tasks times 16 would pass this many walks.
+TARGET_WALKS = 400_000
 
 
 def fitted_model(data: CrowdData, strategy: Any = "ds", random_state: int = 0) -> Any:
@@ -266,7 +268,7 @@ def rank_tasks(
             min_labels=min_labels,
             belief=scoring,
             cap=TARGET_CAP,
-            draws=TARGET_DRAWS,
+            draws=target_draws(int((~done).sum())),
             random_state=random_state,
         )
     noise = np.random.default_rng(random_state).random(data.n_tasks)
@@ -291,6 +293,12 @@ def rank_tasks(
             model, data, open_tasks, route, stopped_workers
         )
     return table
+
+
+def target_draws(n_open: int) -> int:
+    """Walks per open task for ``to_target``: ``TARGET_DRAWS``, fewer (at least 4) when
+    there are so many open tasks that ``TARGET_WALKS`` would be passed."""
+    return int(np.clip(TARGET_WALKS // max(n_open, 1), 4, TARGET_DRAWS))
 
 
 def route_workers(
