@@ -42,6 +42,7 @@ from benchmarks.campaign_replay import (
     policy_chooser,
     replay,
     revealed_data,
+    uniform_chooser,
 )
 from crowdlearn.campaign import labels_to_target, next_worker_confusion, rank_tasks
 from crowdlearn.campaign.ranking import TARGET_CAP, TARGET_DRAWS, cavity_of, target_draws
@@ -53,6 +54,9 @@ MIN_LABELS = 2
 #: Labels per task at which the estimate is taken.
 STARTS = (1.5, 3.0)
 QUICK_STARTS = (1.5,)
+#: The done rule's table: from this many labels a task, these --min-labels.
+RULE_START = 1.5
+RULE_MIN_LABELS = (2, 3, 4)
 #: The fewest labels bought (mean over orders) for which the table gives a ratio.
 MIN_BOUGHT = 20
 
@@ -77,11 +81,17 @@ def estimate(sub: CrowdData, model: Any, cap: Any, seed: int) -> tuple[np.ndarra
 
 
 def finish(
-    data: CrowdData, seed: int, revealed: np.ndarray, min_share: float, frozen: Any = None
-) -> tuple[np.ndarray, int, int, float]:
+    data: CrowdData,
+    seed: int,
+    revealed: np.ndarray,
+    min_share: float,
+    frozen: Any = None,
+    min_labels: int = MIN_LABELS,
+) -> dict[str, Any]:
     """Run the campaign on from ``revealed`` until no task is open or the open ones have
-    nothing left: the labels bought per task, the rounds, the tasks left open and the
-    accuracy of the tasks done then (against the truth, where known).
+    nothing left. Returns the labels bought per task (``bought``), the ``rounds``, the
+    tasks left open, and against the truth (where known) the accuracy of the tasks done
+    then and of all the tasks.
 
     ``frozen``, a fitted Dawid-Skene model: the control without refits; each round's
     posteriors are one E-step under its worker confusions and class prior."""
@@ -103,19 +113,31 @@ def finish(
                 priors_=priors,
             )
         table = rank_tasks(
-            sub, model, target_confidence=TARGET, min_labels=MIN_LABELS, random_state=seed
+            sub, model, target_confidence=TARGET, min_labels=min_labels, random_state=seed
         )
         ranked = table.loc[~table["done"], "task"].to_numpy(dtype=np.int64)
         buyable = ranked[revealed[ranked] < sizes[ranked]]
         if len(buyable) == 0:
-            done = table.loc[table["done"], ["task", "label"]].to_numpy(dtype=np.int64)
-            known = data.truth[done[:, 0]] >= 0
-            right = data.truth[done[known, 0]] == done[known, 1]
-            return bought, rounds, len(ranked), float(right.mean()) if len(right) else np.nan
+            break
         chosen = buyable[:batch]
         revealed[chosen] += 1
         bought[chosen] += 1
         rounds += 1
+    labels = np.empty(data.n_tasks, np.int64)
+    labels[table["task"].to_numpy(dtype=np.int64)] = table["label"].to_numpy(dtype=np.int64)
+    known = data.truth >= 0
+    right = labels == data.truth
+    done = np.zeros(data.n_tasks, bool)
+    done[table.loc[table["done"], "task"].to_numpy(dtype=np.int64)] = True
+    return {
+        "bought": bought,
+        "rounds": rounds,
+        "left open": len(ranked),
+        "accuracy of the done tasks": float(right[done & known].mean())
+        if (done & known).any()
+        else np.nan,
+        "accuracy": float(right[known].mean()),
+    }
 
 
 def target_rows(
@@ -129,8 +151,8 @@ def target_rows(
         revealed = np.bincount(sub.task, minlength=data.n_tasks)
         as_given, reached = estimate(sub, model, TARGET_CAP, seed)
         in_pool, _ = estimate(sub, model, sizes - revealed, seed)
-        bought, rounds, left_open, done_accuracy = finish(data, seed, revealed, min_share)
-        frozen, *_ = finish(data, seed, revealed, min_share, frozen=model)
+        run = finish(data, seed, revealed, min_share)
+        bought, frozen = run["bought"], finish(data, seed, revealed, min_share, model)["bought"]
         open_now = as_given > 0
         rows.append(
             {
@@ -144,13 +166,60 @@ def target_rows(
                 "estimate within the pool": float(in_pool.sum()),
                 "bought": int(bought.sum()),
                 "bought, no refits": int(frozen.sum()),
-                "rounds": rounds,
-                "left open": left_open,
-                "accuracy of the done tasks": done_accuracy,
+                "rounds": run["rounds"],
+                "left open": run["left open"],
+                "accuracy of the done tasks": run["accuracy of the done tasks"],
                 "rank correlation (open tasks)": _spearman(in_pool[open_now], bought[open_now]),
             }
         )
     return rows
+
+
+def rule_rows(name: str, data: CrowdData, seed: int, min_share: float) -> list[dict[str, Any]]:
+    """The done rule with more labels required (``RULE_MIN_LABELS``), from ``RULE_START``
+    labels a task: labels spent, accuracy of the tasks done and of all the tasks, and
+    uniform overlap's accuracy with as many labels (its replay on the same order)."""
+    stop = math.ceil(RULE_START * data.n_tasks)
+    sub, _ = replay(data, seed, policy_chooser(seed), min_share, 0.0, stop_at=stop).state
+    revealed = np.bincount(sub.task, minlength=data.n_tasks)
+    uniform = replay(data, seed, uniform_chooser, min_share, 0.0)
+    rows = []
+    for min_labels in RULE_MIN_LABELS:
+        run = finish(data, seed, revealed, min_share, min_labels=min_labels)
+        labels = int(revealed.sum() + run["bought"].sum())
+        rows.append(
+            {
+                "dataset": name,
+                "order": seed,
+                "min labels": min_labels,
+                "labels per task": labels / data.n_tasks,
+                "accuracy of the done tasks": run["accuracy of the done tasks"],
+                "accuracy": run["accuracy"],
+                "uniform, same labels": float(np.interp(labels, uniform.labels, uniform.accuracy)),
+                "left open": run["left open"],
+            }
+        )
+    return rows
+
+
+def rule_table(rows: pd.DataFrame) -> pd.DataFrame:
+    mean = rows.groupby(["dataset", "min labels"], sort=False).mean(numeric_only=True)
+    mean = mean.reset_index()
+    gain = 100 * (mean["accuracy"] - mean["uniform, same labels"])
+    return pd.DataFrame(
+        {
+            "dataset": mean["dataset"],
+            "min labels": mean["min labels"],
+            "labels per task": mean["labels per task"].map(lambda v: f"{v:.2f}"),
+            "accuracy of the done tasks": mean["accuracy of the done tasks"].map(
+                lambda v: f"{v:.3f}"
+            ),
+            "accuracy, all tasks": mean["accuracy"].map(lambda v: f"{v:.3f}"),
+            "uniform, same labels": mean["uniform, same labels"].map(lambda v: f"{v:.3f}"),
+            "all tasks - uniform (pts)": gain.map(lambda v: f"{v:+.2f}"),
+            "left open": mean["left open"].round(1),
+        }
+    )
 
 
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:
@@ -167,12 +236,11 @@ def bench_campaign_target(out: Path, quick: bool, seeds: int) -> BenchResult:
     starts = QUICK_STARTS if quick else STARTS
     loaded, skipped, root = load_crowds(names)
     with ProcessPoolExecutor(max_workers=2) as pool:
-        futures = [
-            pool.submit(target_rows, name, data, seed, min_share, starts)
-            for name, data in loaded.items()
-            for seed in range(seeds)
-        ]
+        jobs = [(name, data, seed) for name, data in loaded.items() for seed in range(seeds)]
+        futures = [pool.submit(target_rows, *job, min_share, starts) for job in jobs]
+        rules = [pool.submit(rule_rows, *job, min_share) for job in jobs]
         raw = pd.DataFrame([row for future in futures for row in future.result()])
+        rule = pd.DataFrame([row for future in rules for row in future.result()])
     notes = [
         f"target confidence {TARGET}, at least {MIN_LABELS} labels a task (rank_tasks' "
         f"done rule); orders 0-{seeds - 1}, campaign-replay's first labels and rounds "
@@ -189,6 +257,12 @@ def bench_campaign_target(out: Path, quick: bool, seeds: int) -> BenchResult:
         "the estimate's walk assumes; "
         "accuracy of the done tasks: at the end, against the truth (the target asks for "
         f"{TARGET})",
+        f"done rule table: from {RULE_START:g} labels a task, the campaign run on with "
+        f"--min-labels {', '.join(str(m) for m in RULE_MIN_LABELS)} (the labels a task "
+        "needs before it can be done); labels per "
+        "task at the end, accuracy of the tasks done and of all the tasks (Dawid-Skene at "
+        "the end), and uniform overlap's accuracy with as many labels (its replay on the "
+        "same order, interpolated)",
         "mean over the orders",
         f"data root: {root} ($CROWDLEARN_DATA)",
         *skipped,
@@ -242,4 +316,11 @@ def bench_campaign_target(out: Path, quick: bool, seeds: int) -> BenchResult:
         f". Accuracy of the tasks called done at confidence {TARGET}: "
         f"{accuracy.min():.3f} to {accuracy.max():.3f} over the datasets and starts"
     )
-    return BenchResult(raw=raw, table=table, notes=notes, summary=summary + ".")
+    extra = {
+        f"Done rule: more labels before a task can be done (from {RULE_START:g} labels a "
+        f"task, target {TARGET})": rule_table(rule)
+    }
+    raw = pd.concat([raw.assign(part="estimate"), rule.assign(part="done rule")])
+    return BenchResult(
+        raw=raw, table=table, notes=notes, extra_tables=extra, summary=summary + "."
+    )

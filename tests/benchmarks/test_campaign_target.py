@@ -7,7 +7,7 @@ import pandas as pd
 
 from benchmarks import run
 from benchmarks.campaign_replay import annotation_positions, revealed_data
-from benchmarks.campaign_target import MIN_LABELS, TARGET, finish, target_rows
+from benchmarks.campaign_target import MIN_LABELS, TARGET, finish, rule_rows, target_rows
 from crowdlearn.campaign import rank_tasks
 from crowdlearn.simulate import independent_confusion
 
@@ -19,17 +19,26 @@ def crowd():
 def test_finish_buys_until_no_open_task_can_get_a_label():
     data = crowd()
     revealed = np.ones(data.n_tasks, np.int64)
-    bought, rounds, left_open, done_accuracy = finish(data, 0, revealed, 0.05)
+    run = finish(data, 0, revealed, 0.05)
+    bought, left_open = run["bought"], run["left open"]
     sizes = np.bincount(data.task, minlength=data.n_tasks)
-    assert rounds > 0 and bought.sum() > 0
+    assert run["rounds"] > 0 and bought.sum() > 0
     assert (revealed + bought <= sizes).all()  # only labels the pool holds
-    assert 0 <= done_accuracy <= 1
+    assert 0 <= run["accuracy of the done tasks"] <= 1 and 0 <= run["accuracy"] <= 1
     # at the end every open task has nothing left to buy
     sub = revealed_data(data, annotation_positions(data, 0), revealed + bought)
     table = rank_tasks(sub, target_confidence=TARGET, min_labels=MIN_LABELS, random_state=0)
     still_open = table.loc[~table["done"], "task"].to_numpy(dtype=np.int64)
     assert len(still_open) == left_open
     assert (revealed[still_open] + bought[still_open] == sizes[still_open]).all()
+
+
+def test_a_stricter_done_rule_buys_more_and_uniform_is_read_at_the_same_labels():
+    rows = rule_rows("toy", crowd(), 0, 0.05)
+    assert [row["min labels"] for row in rows] == [2, 3, 4]
+    spent = [row["labels per task"] for row in rows]
+    assert spent[0] <= spent[1] <= spent[2]
+    assert all(0 <= row["uniform, same labels"] <= 1 for row in rows)
 
 
 def test_target_rows_compare_the_estimate_with_what_was_bought():
@@ -48,6 +57,9 @@ def test_quick_run_on_the_real_datasets(tmp_path, shared_datasets, monkeypatch):
     report = run("campaign-target", tmp_path, quick=True, seeds=1).read_text()
     assert "| dataset | start (labels per task) | open tasks | estimate |" in report
     assert "Estimate within the pool over the labels bought, by start" in report
+    assert "| dataset | min labels | labels per task | accuracy of the done tasks |" in report
     raw = pd.read_csv(tmp_path / "campaign-target.csv")
     assert set(raw["dataset"]) == {"wsd", "bluebirds"}
-    assert (raw["bought"] > 0).all()
+    assert set(raw["part"]) == {"estimate", "done rule"}
+    assert (raw.loc[raw["part"] == "estimate", "bought"] > 0).all()
+    assert sorted(raw.loc[raw["part"] == "done rule", "min labels"].unique()) == [2, 3, 4]
