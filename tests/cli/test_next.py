@@ -98,7 +98,8 @@ def test_target_confidence_says_the_labels_still_needed(tmp_path):
     # none for done tasks, at least one for open ones, their sum on the summary line
     assert (table.loc[table["done"], "to_target"] == 0).all()
     assert (table.loc[~table["done"], "to_target"] >= 1).all()
-    total = f"about {table['to_target'].sum():.0f} more label(s) to bring the open tasks"
+    n_open = int((~table["done"]).sum())
+    total = f"about {table['to_target'].sum():.0f} more label(s) expected to bring the {n_open}"
     assert total in result.output
 
 

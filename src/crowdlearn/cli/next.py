@@ -233,16 +233,17 @@ def next_command(
     if not all_tasks and n_open < budget:
         note(f"crowdlearn: note: only {n_open} open task(s), fewer than --budget {budget}")
     done_text = f", {n_done} done at confidence >= {target_confidence:g}" if n_done else ""
-    if target_confidence is not None and n_open:
-        done_text += (
-            f"; about {table['to_target'].sum():.0f} more label(s) to bring the open tasks "
-            f"there (expected under the model, at most {TARGET_CAP} a task)"
-        )
     stop_text = f"; {len(stopped)} worker(s) to stop left out of --route" if stopped else ""
     click.echo(
         f"next: {len(chosen)} task(s) of {crowd.n_tasks} ({n_open} open{done_text}){stop_text} "
         f"-> {output}"
     )
+    if target_confidence is not None and n_open:
+        click.echo(
+            f"next: about {table['to_target'].sum():.0f} more label(s) expected to bring the "
+            f"{n_open} open task(s) to confidence {target_confidence:g} (under the model's "
+            f"average worker; at most {TARGET_CAP} a task; column to_target)"
+        )
 
 
 def _from_state(state: str, strategy: str | None) -> tuple[CrowdData, Any]:
