@@ -8,14 +8,19 @@ crowd's average worker). Their sum answers a campaign's question "how much budge
 left to reach the target?". This benchmark checks it on the real crowds of
 campaign-replay.
 
-On each order (campaign-replay's orders and rounds), the policy is replayed to
-``START`` labels per task. There the estimate is taken twice: as the user gets it
+On each order (campaign-replay's orders and rounds), the policy is replayed to each
+of ``STARTS`` labels per task. There the estimate is taken twice: as the user gets it
 (each task capped at ``TARGET_CAP`` labels) and capped at what is left of each task's
 pool, which is what a replay can spend. The campaign then goes on as a user would run
 it: each round refits Dawid-Skene, ranks with the target and buys one label for each
 of the most valuable open tasks (5 % of the tasks a round, or every open task when
 fewer), until no task is open or the open ones have no annotation left. The labels it
 bought are the realized cost, to compare with the estimate capped at the pool.
+
+Control: the same campaign without refits (each round's posteriors under the worker
+confusions and class prior of the start, which is what the estimate's walk assumes).
+The done-rule table runs the campaign on from ``RULE_START`` labels a task with each
+of ``RULE_MIN_LABELS`` as ``--min-labels``, against uniform overlap with as many labels.
 """
 
 from __future__ import annotations
