@@ -6,9 +6,17 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import run
-from benchmarks.campaign_replay import annotation_positions, revealed_data
-from benchmarks.campaign_target import MIN_LABELS, TARGET, finish, rule_rows, target_rows
+from benchmarks.campaign_replay import annotation_positions, fit_ds, revealed_data
+from benchmarks.campaign_target import (
+    MIN_LABELS,
+    TARGET,
+    estimate,
+    finish,
+    rule_rows,
+    target_rows,
+)
 from crowdlearn.campaign import rank_tasks
+from crowdlearn.campaign.ranking import TARGET_CAP
 from crowdlearn.simulate import independent_confusion
 
 
@@ -31,6 +39,19 @@ def test_finish_buys_until_no_open_task_can_get_a_label():
     still_open = table.loc[~table["done"], "task"].to_numpy(dtype=np.int64)
     assert len(still_open) == left_open
     assert (revealed[still_open] + bought[still_open] == sizes[still_open]).all()
+
+
+def test_the_estimate_is_rank_tasks_to_target_column():
+    # the benchmark rebuilds rank_tasks' inputs to cap each task at its pool; with the
+    # user's cap it must give exactly the column the user gets
+    data = crowd()
+    sub = revealed_data(data, annotation_positions(data, 0), np.full(data.n_tasks, 2))
+    model = fit_ds(sub, 0)
+    ours, _ = estimate(sub, model, TARGET_CAP, 0)
+    table = rank_tasks(sub, model, target_confidence=TARGET, min_labels=MIN_LABELS)
+    theirs = np.zeros(data.n_tasks)
+    theirs[table["task"].to_numpy(dtype=np.int64)] = table["to_target"].to_numpy()
+    np.testing.assert_array_equal(ours, theirs)
 
 
 def test_a_stricter_done_rule_buys_more_and_uniform_is_read_at_the_same_labels():
