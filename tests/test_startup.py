@@ -223,3 +223,19 @@ def test_show_reads_numpy_arrays_like_lists(values, limit):
     # the error helpers detect numpy values without importing numpy
     assert show(np.array(values, dtype=np.int64), limit) == show(values, limit)
     assert [plain(v) for v in np.array(values, dtype=np.int64)] == [repr(v) for v in values]
+
+
+def test_a_campaign_round_and_identify_load_no_torch(tmp_path):
+    """``crowdlearn next`` runs once per round of a campaign: it ranks with Dawid-Skene
+    and routes with identify's worker decisions, neither of which needs torch (1-2 s of
+    import, more than the ranking itself on a small crowd)."""
+    answers = tmp_path / "answers.csv"
+    rows = [f"t{t},w{w},{(t + (w == 2)) % 2}" for t in range(12) for w in range(3)]
+    answers.write_text("task,worker,label\n" + "\n".join(rows) + "\n")
+    ranked = cli_modules(
+        "next", str(answers), "--budget", "3", "--route", "1", "-o", str(tmp_path / "n.csv")
+    )
+    assert "torch" not in ranked and "pandas" in ranked  # pandas: the command did run
+    assert (tmp_path / "n.csv").is_file()
+    scored = cli_modules("identify", str(answers), "-o", str(tmp_path / "scores"))
+    assert "torch" not in scored and (tmp_path / "scores").is_dir()

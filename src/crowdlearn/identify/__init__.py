@@ -32,6 +32,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from crowdlearn._lazy import attach
 from crowdlearn.data import CrowdData
 from crowdlearn.identify.agreement import (
     agreement_with_labels,
@@ -43,7 +44,6 @@ from crowdlearn.identify.agreement import (
 )
 from crowdlearn.identify.decisions import DECISIONS, decision_counts, worker_decisions
 from crowdlearn.identify.difficulty import (
-    MarginRecorder,
     aum,
     glad_difficulty,
     margins,
@@ -292,3 +292,7 @@ __all__ = [
     "workload",
     "worst_codes",
 ]
+
+# MarginRecorder subclasses a torch learner: it loads on first use, so that importing this
+# package (``crowdlearn next``, ``crowdlearn identify``) does not import torch.
+__getattr__, __dir__ = attach(__name__, {"MarginRecorder": "crowdlearn.identify.recorder"})

@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 
 from crowdlearn.data import CrowdData
-from crowdlearn.learning.two_stage import TwoStage
 
 
 def vote_entropy(data: CrowdData) -> np.ndarray:
@@ -87,44 +86,15 @@ def margins(proba: np.ndarray) -> np.ndarray:
     return proba - others
 
 
-class MarginRecorder(TwoStage):
-    """A :class:`TwoStage` learner that records, after every epoch, the margin of every
-    candidate label of every training task (for AUM/WAUM).
-
-    Attributes
-    ----------
-    margin_sum_ : ndarray (n_tasks, K)
-        Sum over epochs of :func:`margins` of the classifier's probabilities.
-    n_recorded_ : int
-        Number of epochs recorded.
-    last_proba_ : ndarray (n_tasks, K)
-        The classifier's probabilities after the last epoch.
-    """
-
-    def _prepare(self, data: CrowdData, inputs: Any) -> None:
-        super()._prepare(data, inputs)
-        self.margin_sum_ = np.zeros((data.n_tasks, data.n_classes))
-        self.n_recorded_ = 0
-
-    def _epoch_end(self, context: Any) -> dict[str, float]:
-        proba = context.classifier_proba()
-        self.margin_sum_ += margins(proba)
-        self.n_recorded_ += 1
-        self.last_proba_ = proba
-        return super()._epoch_end(context)
-
-    @property
-    def aum_table_(self) -> np.ndarray:
-        """AUM of every (task, candidate label): ``margin_sum_ / n_recorded_``."""
-        return self.margin_sum_ / max(self.n_recorded_, 1)
-
-
 def _train_recorder(data: CrowdData, aggregator: Any, soft: bool, training: dict) -> Any:
     if data.features is None and data.inputs is None:
         raise ValueError("AUM and WAUM train a classifier: the data need features")
     # one share and a refit: the margins are those of one run over every task (with
     # crowd_folds the last fold's run would see only (k - 1) / k of them)
     params = {"max_epochs": 20, "random_state": 0, "crowd_folds": 1, **training}
+    # torch loads here, not at ``import crowdlearn.identify`` (the campaign's ``next``)
+    from crowdlearn.identify.recorder import MarginRecorder
+
     return MarginRecorder(aggregator, soft=soft, **params).fit(data)
 
 
