@@ -31,6 +31,7 @@ MODULES = (
     "campaign_control",
     "campaign_cavity",
     "campaign_replication",
+    "campaign_power",
     "campaign_target",
     "campaign_speed",
     "cmm_scaling",

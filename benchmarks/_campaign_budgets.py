@@ -192,6 +192,78 @@ def _text(value: float) -> str:
     return "-" if np.isnan(value) else f"{value:.3f}"
 
 
+class ReplayCurves:
+    """The replays of uniform, the policy and cleanlab, per dataset, as accuracy
+    curves on a grid of one label: ``orders[name]`` orders of each dataset, the lowest
+    first (a dataset lacking one of the arms is left out). :meth:`shares` reads the
+    mean curves of any draw of those orders."""
+
+    ARMS = ("uniform", "policy", "cleanlab")
+
+    def __init__(self, raw: pd.DataFrame, orders: dict[str, int]) -> None:
+        self.per_dataset = []
+        for name, n_orders in orders.items():
+            rows = raw[raw["dataset"] == name]
+            rows = rows[rows["order"].isin(np.sort(rows["order"].unique())[:n_orders])]
+            if not set(self.ARMS) <= set(rows["arm"]):
+                continue
+            first, total = int(rows["labels"].min()), int(rows["n_annotations"].iloc[0])
+            grid = np.arange(first, total + 1)
+            curves = {
+                arm: np.stack(
+                    [
+                        np.interp(grid, group["labels"].to_numpy(), group["accuracy"].to_numpy())
+                        for _, group in rows[rows["arm"] == arm].groupby("order")
+                    ]
+                )
+                for arm in self.ARMS
+            }
+            budgets = np.sort(rows.loc[rows["arm"] == "uniform", "labels"].unique())
+            self.per_dataset.append((name, grid, curves, budgets))
+        self.names = [name for name, *_ in self.per_dataset]
+        self.n_orders = [len(curves["uniform"]) for _, _, curves, _ in self.per_dataset]
+
+    def shares(self, draws: list[np.ndarray]) -> dict[str, np.ndarray]:
+        """Each arm's :func:`share_at` (``unreached="pool"``) at every budget
+        (:data:`OVERLAPS`, then the whole pool), ``(datasets, budgets)``, on the mean
+        curves of the orders ``draws[d]`` (positions among dataset d's orders)."""
+        overlaps: list[int | None] = [*OVERLAPS, None]
+        out = {arm: np.empty((len(self.per_dataset), len(overlaps))) for arm in self.ARMS[1:]}
+        for d, ((_, grid, curves, budgets), draw) in enumerate(
+            zip(self.per_dataset, draws, strict=True)
+        ):
+            summary = _Curves(
+                grid, {arm: c[draw].mean(axis=0) for arm, c in curves.items()}, budgets
+            )
+            for arm, table in out.items():
+                for j, k in enumerate(overlaps):
+                    table[d, j] = share_at(summary, arm, k, unreached="pool")
+        return out
+
+
+def saving_draws(
+    raw: pd.DataFrame, orders: dict[str, int], reps: int = 1000, seed: int = 0
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Cleanlab's share minus the policy's at each budget (:data:`OVERLAPS`, then the
+    whole pool), per dataset, in points of uniform's labels there: on the orders read
+    (``orders[name]``: how many of the dataset's orders, the lowest first) and on
+    ``reps`` resamplings of them (paired: one draw of orders serves uniform, the policy
+    and cleanlab). Returns the datasets' names, the measured ``(datasets, budgets)``
+    array and the resampled ``(reps, datasets, budgets)`` one; a dataset lacking one of
+    the three arms is left out."""
+    curves = ReplayCurves(raw, orders)
+
+    def differences(draws: list[np.ndarray]) -> np.ndarray:
+        shares = curves.shares(draws)
+        return 100 * (shares["cleanlab"] - shares["policy"])
+
+    measured = differences([np.arange(n) for n in curves.n_orders])
+    rng = np.random.default_rng(seed)
+    draws = [differences([rng.integers(0, n, n) for n in curves.n_orders]) for _ in range(reps)]
+    resampled = np.stack(draws) if draws else np.empty((0, *measured.shape))
+    return curves.names, measured, resampled
+
+
 def saving_difference(
     raw: pd.DataFrame, orders: dict[str, int], reps: int = 1000, seed: int = 0
 ) -> pd.DataFrame:
@@ -199,55 +271,16 @@ def saving_difference(
     the orders cleanlab ran), with a 95 % interval from resampling the orders of each
     dataset (paired: one draw of orders serves uniform, the policy and cleanlab).
     ``orders[name]``: how many of the dataset's orders to read, the lowest first."""
-    overlaps: list[int | None] = [*OVERLAPS, None]
-    per_dataset = []
-    for name, n_orders in orders.items():
-        rows = raw[raw["dataset"] == name]
-        rows = rows[rows["order"].isin(np.sort(rows["order"].unique())[:n_orders])]
-        arms = set(rows["arm"])
-        if not {"uniform", "policy", "cleanlab"} <= arms:
-            continue
-        first, total = int(rows["labels"].min()), int(rows["n_annotations"].iloc[0])
-        grid = np.arange(first, total + 1)
-        curves = {
-            arm: np.stack(
-                [
-                    np.interp(grid, group["labels"].to_numpy(), group["accuracy"].to_numpy())
-                    for _, group in rows[rows["arm"] == arm].groupby("order")
-                ]
-            )
-            for arm in ("uniform", "policy", "cleanlab")
-        }
-        budgets = np.sort(rows.loc[rows["arm"] == "uniform", "labels"].unique())
-        per_dataset.append((grid, curves, budgets, n_orders))
-    if not per_dataset:
+    names, measured, resampled = saving_draws(raw, orders, reps, seed)
+    if not names:
         return pd.DataFrame()
-
-    def differences(draws: list[np.ndarray]) -> np.ndarray:
-        out = np.empty((len(per_dataset), len(overlaps)))
-        for d, ((grid, curves, budgets, _), draw) in enumerate(
-            zip(per_dataset, draws, strict=True)
-        ):
-            summary = _Curves(
-                grid, {arm: c[draw].mean(axis=0) for arm, c in curves.items()}, budgets
-            )
-            for j, k in enumerate(overlaps):
-                out[d, j] = share_at(summary, "cleanlab", k, unreached="pool") - share_at(
-                    summary, "policy", k, unreached="pool"
-                )
-        return 100 * _mean(out, axis=0)
-
-    measured = differences([np.arange(n) for *_, n in per_dataset])
-    rng = np.random.default_rng(seed)
-    resampled = np.stack(
-        [differences([rng.integers(0, n, n) for *_, n in per_dataset]) for _ in range(reps)]
-    )
+    measured, resampled = _mean(measured, axis=0), _mean(resampled, axis=1)
     with warnings.catch_warnings():  # a budget no dataset reaches: NaN, said as "-"
         warnings.simplefilter("ignore", RuntimeWarning)
         low, high = np.nanpercentile(resampled, [2.5, 97.5], axis=0)
     return pd.DataFrame(
         {
-            "budget": [_name(k) for k in overlaps],
+            "budget": [_name(k) for k in [*OVERLAPS, None]],
             "policy's mean saving - cleanlab's (points)": [_points(v) for v in measured],
             f"95% interval, orders resampled ({reps} draws)": [
                 f"{_points(a)} to {_points(b)}" for a, b in zip(low, high, strict=True)

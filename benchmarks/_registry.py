@@ -236,6 +236,7 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
         (
             "campaign-replay",
             "campaign-replication",
+            "campaign-power",
             "campaign-control",
             "campaign-cavity",
             "campaign-score",
