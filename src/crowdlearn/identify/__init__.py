@@ -34,6 +34,7 @@ import pandas as pd
 
 from crowdlearn._lazy import attach
 from crowdlearn.data import CrowdData
+from crowdlearn.identify._margins import margins
 from crowdlearn.identify.agreement import (
     agreement_with_labels,
     class_agreement,
@@ -46,7 +47,6 @@ from crowdlearn.identify.decisions import DECISIONS, decision_counts, worker_dec
 from crowdlearn.identify.difficulty import (
     aum,
     glad_difficulty,
-    margins,
     vote_entropy,
     waum,
     waum_trust,

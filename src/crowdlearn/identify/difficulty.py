@@ -69,23 +69,6 @@ def glad_difficulty(data: CrowdData, model: Any = None) -> np.ndarray:
     return 1.0 / np.asarray(model.betas_, dtype=np.float64)
 
 
-def margins(proba: np.ndarray) -> np.ndarray:
-    """Margin of every candidate label: ``p_y - max_{k != y} p_k`` for each row and ``y``.
-
-    Examples
-    --------
-    >>> margins(np.array([[0.7, 0.2, 0.1]]))
-    array([[ 0.5, -0.5, -0.6]])
-    """
-    proba = np.asarray(proba, dtype=np.float64)
-    order = np.argsort(proba, axis=1)
-    rows = np.arange(len(proba))
-    best = proba[rows, order[:, -1]]
-    second = proba[rows, order[:, -2]] if proba.shape[1] > 1 else np.zeros(len(proba))
-    others = np.where(np.arange(proba.shape[1]) == order[:, -1:], second[:, None], best[:, None])
-    return proba - others
-
-
 def _train_recorder(data: CrowdData, aggregator: Any, soft: bool, training: dict) -> Any:
     if data.features is None and data.inputs is None:
         raise ValueError("AUM and WAUM train a classifier: the data need features")

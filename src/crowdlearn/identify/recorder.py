@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from crowdlearn.data import CrowdData
-from crowdlearn.identify.difficulty import margins
+from crowdlearn.identify._margins import margins
 from crowdlearn.learning.two_stage import TwoStage
 
 
