@@ -24,6 +24,11 @@ orders, what was fixed before its first run:
   of that many orders can read when these are all the orders there are), the share of
   halves on which it reads negative, and each arm's own mean saving on one half minus
   on the other (the same arm: how far a headline's level moves with the orders alone).
+
+Added after the first run, to read the per-crowd shares in tasks: **how far apart the
+mean curves are**, per crowd, in correct tasks: cleanlab's minus the policy's at uniform
+overlap's budget for k=2-5, and the most by which either leads from the first label to
+uniform's budget at k=5 (or the whole pool when uniform has fewer rounds).
 """
 
 from __future__ import annotations
@@ -115,6 +120,36 @@ def split_halves(
     return np.stack(paired), {arm: np.stack(v) for arm, v in same.items()}
 
 
+def curves_apart(curves: ReplayCurves, raw: pd.DataFrame) -> pd.DataFrame:
+    """Per crowd, in correct tasks: cleanlab's mean curve (every order) minus the
+    policy's at uniform's budget for each of :data:`OVERLAPS`, and the most by which
+    either leads, from the first label to uniform's budget at the last overlap (or the
+    pool, when uniform has fewer rounds)."""
+    tasks = raw.groupby("dataset")["n_tasks"].first()
+    rows = []
+    for name, grid, stacks, budgets in curves.per_dataset:
+        gap = (stacks["cleanlab"] - stacks["policy"]).mean(axis=0) * tasks[name]
+        last = budgets[min(OVERLAPS[-1], len(budgets)) - 1]
+        upto = gap[grid <= last]
+        at_budget = {
+            f"k={k}": f"{gap[int(budgets[k - 1]) - int(grid[0])]:+.2f}"
+            if k <= len(budgets)
+            else "-"
+            for k in OVERLAPS
+        }
+        rows.append(
+            {
+                "dataset": name,
+                "tasks": int(tasks[name]),
+                **at_budget,
+                "cleanlab ahead by at most": f"{max(upto.max(), 0.0):.2f}",
+                "policy ahead by at most": f"{max(-upto.min(), 0.0):.2f}",
+                "labels read": f"{int(grid[0])}-{int(last)}",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def replay_hours(raw: pd.DataFrame) -> float:
     """Hours of one process to replay one order of the three arms on every dataset."""
     per_replay = raw.drop_duplicates(["dataset", "arm", "order"])
@@ -172,7 +207,9 @@ def bench_campaign_power(out: Path, quick: bool, seeds: int) -> BenchResult:
         ]
     )  # fmt: skip
     hours = replay_hours(raw)
-    paired, same = split_halves(ReplayCurves(raw, orders), splits)
+    curves = ReplayCurves(raw, orders)
+    paired, same = split_halves(curves, splits)
+    apart = curves_apart(curves, raw)
     table = pd.DataFrame(
         {
             "budget": budgets,
@@ -259,6 +296,8 @@ def bench_campaign_power(out: Path, quick: bool, seeds: int) -> BenchResult:
                 per_dataset
             ),
             f"Readings of {half} orders (random halves of the {n_orders})": halves,
+            "How far apart the mean curves are, in tasks (up to uniform's budget at k="
+            f"{OVERLAPS[-1]})": apart,
         },
         summary=summary,
     )

@@ -17,7 +17,8 @@ def write_sources(folder, policy_at_8, cleanlab_at_8, dataset="toy") -> None:
     """campaign-replay's rows (orders 0..) and campaign-replication's (30..) in
     ``folder``, each with a replay time of 60 s and an arm the power reading ignores."""
     for name, first in (("campaign-replay", 0), ("campaign-replication", FIRST_ORDER)):
-        rows = raw_rows(policy_at_8, cleanlab_at_8).assign(dataset=dataset, seconds=60.0)
+        rows = raw_rows(policy_at_8, cleanlab_at_8)
+        rows = rows.assign(dataset=dataset, seconds=60.0, n_tasks=4)
         extra = rows[rows["arm"] == "policy"].assign(arm="random")
         rows = pd.concat([rows, extra], ignore_index=True)
         rows.assign(order=rows["order"] + first).to_csv(folder / f"{name}.csv", index=False)
@@ -82,3 +83,9 @@ def test_run_reads_the_folder_and_writes_every_table(tmp_path):
     # the policy reaches uniform's 0.75 sooner than cleanlab on every order: positive
     assert k2["cleanlab_minus_policy_share_points"] > 0 and k2["orders"] == 8
     assert "One order of the three arms on the 1 crowd takes 0.05 h" in report
+    # the policy's curve is ahead at 8 labels on every order, by 0.0825 on average
+    # (0.8025 against 0.72), so by 0.33 of 4 tasks, and never behind; uniform has no
+    # k=5, so the curves are read to the pool (12 labels)
+    apart = report.split("How far apart the mean curves are, in tasks")[1]
+    # at uniform's budget for k=2 (8 labels): cleanlab - policy = -0.33 tasks
+    assert "| toy | 4 | -0.33 | +0.00 | - | - | 0.00 | 0.33 | 4-12 |" in apart
