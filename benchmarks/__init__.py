@@ -32,6 +32,7 @@ MODULES = (
     "campaign_cavity",
     "campaign_replication",
     "campaign_power",
+    "campaign_cold_start",
     "campaign_target",
     "campaign_speed",
     "cmm_scaling",

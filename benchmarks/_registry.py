@@ -237,6 +237,7 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
             "campaign-replay",
             "campaign-replication",
             "campaign-power",
+            "campaign-cold-start",
             "campaign-control",
             "campaign-cavity",
             "campaign-score",
