@@ -20,6 +20,13 @@ Fixed before its first run:
   does).
 
 Every number is the mean over ``--seeds`` orders (order s: campaign-replay's order s).
+
+Added after the first run, a control on simulated crowds where no two workers share a
+task (one label a task, each worker labelling a run of tasks; three classes with prior
+0.7, 0.2 and 0.1; every worker right 97 % of the time, a wrong answer uniform; seeds 0
+to ``--seeds`` - 1): whether Dawid-Skene relabels lone labels when the crowd leaves it
+nothing to learn about the workers, how often those lone labels were right, and its
+estimate of the rarest class's prior.
 """
 
 from __future__ import annotations
@@ -105,6 +112,43 @@ def cold_start(data: CrowdData, seed: int, choosers: dict) -> dict[str, float]:
     return row
 
 
+#: The simulated crowds of the control: tasks, classes' prior, workers' accuracy, and
+#: the labels each worker gives (one label a task, no task shared).
+SIMULATED_TASKS = 150
+SIMULATED_PRIOR = (0.7, 0.2, 0.1)
+SIMULATED_ACCURACY = 0.97
+LABELS_PER_WORKER = (3, 5, 8)
+
+
+def no_overlap_crowd(per_worker: int, seed: int) -> CrowdData:
+    """One label a task, worker w labelling tasks ``w * per_worker`` onwards."""
+    rng = np.random.default_rng(seed)
+    k = len(SIMULATED_PRIOR)
+    truth = rng.choice(k, size=SIMULATED_TASKS, p=SIMULATED_PRIOR)
+    wrong = rng.random(SIMULATED_TASKS) >= SIMULATED_ACCURACY
+    other = (truth + rng.integers(1, k, SIMULATED_TASKS)) % k
+    label = np.where(wrong, other, truth)
+    task = np.arange(SIMULATED_TASKS)
+    return CrowdData(task, task // per_worker, label, n_classes=k, truth=truth)
+
+
+def no_overlap_row(per_worker: int, seed: int) -> dict[str, float]:
+    """Dawid-Skene on one simulated crowd of the control."""
+    data = no_overlap_crowd(per_worker, seed)
+    model = fit_ds(data, seed)
+    relabelled = np.asarray(model.probas_).argmax(axis=1) != data.label
+    right = data.label == data.truth
+    return {
+        "labels_per_worker": per_worker,
+        "seed": seed,
+        "relabelled": float(relabelled.mean()),
+        "relabelled_lone_right": float(right[relabelled].mean()) if relabelled.any() else np.nan,
+        "ds": accuracy_of(model, data),
+        "lone": float(right.mean()),
+        "rarest_prior": float(np.min(model.priors_)),
+    }
+
+
 @register(
     NAME, "a campaign's first round: Dawid-Skene at one label a task, and what each arm buys"
 )
@@ -171,6 +215,30 @@ def bench_campaign_cold_start(out: Path, quick: bool, seeds: int) -> BenchResult
             },
         }
     )
+    control = pd.DataFrame(
+        [no_overlap_row(per, seed) for per in LABELS_PER_WORKER for seed in range(seeds)]
+    )
+    by_size = control.groupby("labels_per_worker").mean(numeric_only=True)
+    simulated = pd.DataFrame(
+        {
+            "labels per worker": by_size.index,
+            "DS label differs from the lone label (share)": [
+                f"{v:.3f}" for v in by_size["relabelled"]
+            ],
+            "of those, lone label right": [f"{v:.2f}" for v in by_size["relabelled_lone_right"]],
+            "DS / lone labels, accuracy": [
+                f"{a:.3f} / {b:.3f}" for a, b in zip(by_size["ds"], by_size["lone"], strict=True)
+            ],
+            f"DS's prior of the rarest class (true {min(SIMULATED_PRIOR):g})": [
+                f"{v:.4f}" for v in by_size["rarest_prior"]
+            ],
+        }
+    )
+    notes.append(
+        f"simulated control: {SIMULATED_TASKS} tasks, one label each, no task shared between "
+        f"workers; prior {SIMULATED_PRIOR}, workers right {SIMULATED_ACCURACY:.0%} of the "
+        f"time; {seeds} seeds per row"
+    )
     worst = mean["flipped"].idxmax()
     summary = (
         f"With one label a task, Dawid-Skene's label differs from the lone label on "
@@ -190,6 +258,7 @@ def bench_campaign_cold_start(out: Path, quick: bool, seeds: int) -> BenchResult
         notes=notes,
         extra_tables={
             "The first round from one label a task (5 % of the tasks bought)": first,
+            "Control: simulated crowds with no task shared between workers": simulated,
         },
         summary=summary,
     )

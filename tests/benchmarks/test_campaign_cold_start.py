@@ -7,7 +7,12 @@ import pandas as pd
 import pytest
 
 from benchmarks import run
-from benchmarks.campaign_cold_start import cold_start, lone_labels, vote_accuracy
+from benchmarks.campaign_cold_start import (
+    cold_start,
+    lone_labels,
+    no_overlap_crowd,
+    vote_accuracy,
+)
 from benchmarks.campaign_replay import annotation_positions, policy_chooser
 from crowdlearn.data import CrowdData
 from crowdlearn.simulate import independent_confusion
@@ -43,6 +48,14 @@ def test_cold_start_reads_every_reading_of_one_order():
     assert row["vote_1"] == pytest.approx(right.mean())
 
 
+def test_the_control_crowd_shares_no_task_and_has_the_prior():
+    data = no_overlap_crowd(5, 0)
+    assert data.n_annotations == data.n_tasks == 150 and data.n_workers == 30
+    assert np.bincount(data.task).max() == 1  # one label a task: no task shared
+    assert (data.label == data.truth).mean() > 0.9
+    assert set(np.unique(data.truth)) == {0, 1, 2}
+
+
 def test_quick_run_on_the_real_crowds(tmp_path, shared_datasets, monkeypatch):
     monkeypatch.setenv("CROWDLEARN_DATA", str(shared_datasets))
     monkeypatch.setenv("CROWDLEARN_CLEANLAB_PYTHON", str(tmp_path / "no-python"))
@@ -58,3 +71,5 @@ def test_quick_run_on_the_real_crowds(tmp_path, shared_datasets, monkeypatch):
     # WSD: Dawid-Skene fitted on one label a task relabels some tasks, most of them right
     wsd = raw[raw["dataset"] == "wsd"].iloc[0]
     assert wsd["flipped"] > 0 and wsd["ds_1"] < wsd["vote_1"]
+    control = report.split("**Control: simulated crowds with no task shared between workers**")[1]
+    assert "| labels per worker | DS label differs from the lone label (share) |" in control

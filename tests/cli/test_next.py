@@ -320,3 +320,39 @@ def test_replay_refuses_other_answer_kinds_in_one_line(tmp_path):
     assert "one class" in result.output and "comparisons" in result.output, result.output
     assert "--kind" not in result.output
     assert not (tmp_path / "new.csv").exists()
+
+
+def _no_shared_task_crowd(path):
+    """One label a task, five tasks a worker, three classes with a skewed prior, the
+    labels right 97 % of the time: Dawid-Skene has nothing to learn about the workers."""
+    rng = np.random.default_rng(0)
+    truth = rng.choice(3, size=150, p=[0.7, 0.2, 0.1])
+    wrong = rng.random(150) >= 0.97
+    label = np.where(wrong, (truth + 1) % 3, truth)
+    task = np.arange(150)
+    write_csv(CrowdData.from_arrays(task, task // 5, np.array(["x", "y", "z"])[label]), path)
+
+
+def test_next_says_on_how_many_one_label_tasks_the_model_changed_the_label(tmp_path):
+    path = tmp_path / "lone.csv"
+    _no_shared_task_crowd(path)
+    from crowdlearn.campaign import fitted_model
+    from crowdlearn.campaign.ranking import lone_label_disagreements
+
+    crowd = read(path)
+    changed = lone_label_disagreements(crowd, fitted_model(crowd).probas_)
+    assert changed > 0  # the case the note is for (benchmarks: campaign-cold-start)
+    result = CliRunner().invoke(
+        cli, ["next", str(path), "--budget", "5", "-o", str(tmp_path / "n.csv")]
+    )
+    assert result.exit_code == 0, result.output
+    assert (
+        f"note: the model's label is not the only label given on {changed} task(s)"
+        in result.output
+    )
+    # a crowd whose tasks all have several labels gets no such note
+    pooled = tmp_path / "pool.csv"
+    data = hammer_spammer(n_worker=15, n_task=80, n_classes=2, ratio=0.3, feedback=8, seed=5)
+    write_csv(data, pooled)
+    result = run("next", pooled, "--budget", 5, "-o", tmp_path / "p.csv")
+    assert result.exit_code == 0 and "not the only label given" not in result.output

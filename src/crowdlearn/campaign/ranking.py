@@ -295,6 +295,30 @@ def rank_tasks(
     return table
 
 
+def lone_label_disagreements(data: CrowdData, probas: np.ndarray) -> int:
+    """How many tasks with exactly one label get another label from the model.
+
+    Early in a campaign few tasks are shared between workers, and a worker model such
+    as Dawid-Skene then rests a lone label's task on the class prior and on what the
+    worker's other labels say, so it can relabel such tasks (with one label a task it
+    relabelled a tenth of the Snow et al. WSD crowd's tasks, most of them given the
+    right label: ``python -m benchmarks campaign-cold-start``). ``crowdlearn next``
+    says how many, so that the ``label`` column of those tasks is not mistaken for
+    the crowd's answer.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> data = CrowdData(np.array([0, 1, 1]), np.array([0, 0, 1]), np.array([1, 0, 0]))
+    >>> lone_label_disagreements(data, np.array([[0.9, 0.1], [0.8, 0.2]]))
+    1
+    """
+    counts = np.bincount(data.task, minlength=data.n_tasks)
+    single = counts[data.task] == 1
+    model_labels = np.asarray(probas).argmax(axis=1)
+    return int((model_labels[data.task[single]] != data.label[single]).sum())
+
+
 def target_draws(n_open: int) -> int:
     """Walks per open task for ``to_target``: ``TARGET_DRAWS``, fewer (at least 4) when
     there are so many open tasks that ``TARGET_WALKS`` would be passed."""
