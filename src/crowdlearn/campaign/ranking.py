@@ -301,8 +301,8 @@ def lone_label_disagreements(data: CrowdData, probas: np.ndarray) -> int:
     Early in a campaign few tasks are shared between workers, and a worker model such
     as Dawid-Skene then rests a lone label's task on the class prior and on what the
     worker's other labels say, so it can relabel such tasks (with one label a task it
-    relabelled a tenth of the Snow et al. WSD crowd's tasks, most of them given the
-    right label: ``python -m benchmarks campaign-cold-start``). ``crowdlearn next``
+    relabelled a tenth of the Snow et al. WSD crowd's tasks, and most of the labels it
+    replaced were right: ``python -m benchmarks campaign-cold-start``). ``crowdlearn next``
     says how many, so that the ``label`` column of those tasks is not mistaken for
     the crowd's answer.
 
