@@ -347,7 +347,7 @@ def test_next_says_on_how_many_one_label_tasks_the_model_changed_the_label(tmp_p
     )
     assert result.exit_code == 0, result.output
     assert (
-        f"note: the model's label is not the only label given on {changed} task(s)"
+        f"note: on {changed} task(s) with a single label the model's label is not the one given"
         in result.output
     )
     # a crowd whose tasks all have several labels gets no such note
@@ -355,4 +355,31 @@ def test_next_says_on_how_many_one_label_tasks_the_model_changed_the_label(tmp_p
     data = hammer_spammer(n_worker=15, n_task=80, n_classes=2, ratio=0.3, feedback=8, seed=5)
     write_csv(data, pooled)
     result = run("next", pooled, "--budget", 5, "-o", tmp_path / "p.csv")
-    assert result.exit_code == 0 and "not the only label given" not in result.output
+    assert result.exit_code == 0 and "is not the one given" not in result.output
+
+
+def test_aggregate_and_its_state_say_the_same_of_single_label_tasks(tmp_path):
+    """The campaign starts with `aggregate --state` on one label a task: its labels.csv
+    holds the model's labels, so it says what next says; majority vote never relabels."""
+    path = tmp_path / "lone.csv"
+    _no_shared_task_crowd(path)
+    from crowdlearn.campaign import fitted_model
+    from crowdlearn.campaign.ranking import lone_label_disagreements
+
+    crowd = read(path)
+    changed = lone_label_disagreements(crowd, fitted_model(crowd).probas_)
+    expected = f"note: on {changed} task(s) with a single label the model's label"
+    for extra in (
+        ["-o", tmp_path / "plain"],
+        ["--state", tmp_path / "s.state", "-o", tmp_path / "s"],
+    ):
+        result = run("aggregate", path, "-s", "ds", *extra)
+        assert result.exit_code == 0, result.output
+        assert expected in result.output
+    labels = pd.read_csv(tmp_path / "plain" / "labels.csv")
+    given = read(path).to_frame().set_index("task")["label"]
+    assert (
+        labels.set_index("task")["label"] != given.loc[labels["task"]].to_numpy()
+    ).sum() == changed
+    result = run("aggregate", path, "-s", "mv", "-o", tmp_path / "mv")
+    assert result.exit_code == 0 and "with a single label" not in result.output

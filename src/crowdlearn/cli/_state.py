@@ -106,6 +106,9 @@ def aggregate_with_state(
         model.partial_fit(crowd)
     seconds = time.perf_counter() - start
     everything = model.crowd_
+    from crowdlearn.cli._relabelled import note_relabelled
+
+    note_relabelled(everything, model.probas_)
     tables = tables_of(model, everything)
     names = ["labels", "probas"] + (["history"] if tables["history"] is not None else [])
     pending = state_path.with_name(f".{state_path.name}.{os.getpid()}.pending")

@@ -410,6 +410,9 @@ def aggregate(
             fit_options["gold"] = known
             note(f"crowdlearn: note: gold: the export's known answers of {len(known)} task(s)")
     model.fit(crowd, **fit_options)
+    from crowdlearn.cli._relabelled import note_relabelled
+
+    note_relabelled(crowd, model.probas_)
     tables = aggregation_outputs(model, crowd)
     names = ["labels", "probas"] + (["history"] if tables["history"] is not None else [])
     with outputs:

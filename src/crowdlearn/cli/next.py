@@ -189,7 +189,8 @@ def next_command(
     Python.
     """
     from crowdlearn.campaign import fitted_model, rank_tasks
-    from crowdlearn.campaign.ranking import TARGET_CAP, lone_label_disagreements
+    from crowdlearn.campaign.ranking import TARGET_CAP
+    from crowdlearn.cli._relabelled import note_relabelled
     from crowdlearn.cli.identify import load_crowd
     from crowdlearn.identify import worker_decisions
 
@@ -232,13 +233,7 @@ def next_command(
         write_table(chosen, target.staged)
     if not all_tasks and n_open < budget:
         note(f"crowdlearn: note: only {n_open} open task(s), fewer than --budget {budget}")
-    relabelled = lone_label_disagreements(crowd, model.probas_)
-    if relabelled:
-        note(
-            f"crowdlearn: note: the model's label is not the only label given on {relabelled} "
-            "task(s); with few tasks shared between workers it rests on the class prior and "
-            "the workers' other labels (see 'The first round' in benchmarks/pages/campaign.md)"
-        )
+    note_relabelled(crowd, model.probas_)
     done_text = f", {n_done} done at confidence >= {target_confidence:g}" if n_done else ""
     stop_text = f"; {len(stopped)} worker(s) to stop left out of --route" if stopped else ""
     click.echo(
