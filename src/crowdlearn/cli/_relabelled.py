@@ -16,7 +16,7 @@ def note_relabelled(crowd: Any, probas: Any) -> None:
     if relabelled:
         note(
             f"crowdlearn: note: on {relabelled} task(s) with a single label the model's label "
-            "is not the one given: with few tasks shared between workers it rests on the "
-            "class prior and the workers' other labels (benchmarks/pages/campaign.md, 'The "
-            "first round')"
+            "is not the one given: it weighs a lone label by its worker's estimated "
+            "reliability and the class prior, which rest on little while few tasks are shared "
+            "between workers (benchmarks/pages/campaign.md, 'The first round')"
         )
