@@ -54,6 +54,7 @@ from benchmarks.campaign_replay import (
     revealed_data,
 )
 from crowdlearn.data import CrowdData
+from crowdlearn.metrics import acc_train
 
 NAME = "campaign-cold-start"
 LABELS_PER_TASK = (1, 2, 3)
@@ -61,13 +62,8 @@ LABELS_PER_TASK = (1, 2, 3)
 
 def vote_accuracy(data: CrowdData) -> float:
     """Expected accuracy of the most voted class, ties broken uniformly at random, on
-    the tasks with known truth."""
-    counts = np.zeros((data.n_tasks, data.n_classes))
-    np.add.at(counts, (data.task, data.label), 1.0)
-    top = counts >= counts.max(axis=1, keepdims=True)
-    known = data.truth >= 0
-    rows = np.flatnonzero(known)
-    return float((top[rows, data.truth[rows]] / top[rows].sum(axis=1)).mean())
+    the tasks with known truth (AccTrain of the vote counts)."""
+    return acc_train(data, data.vote_counts.toarray(), ties="expected")
 
 
 def lone_labels(data: CrowdData) -> np.ndarray:
