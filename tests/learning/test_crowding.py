@@ -416,7 +416,7 @@ def test_scores_and_q_share_one_encoding_and_equal_the_two_calls(lca):
 
 
 def test_default_gan_epochs_is_ten_and_the_paper_bench_keeps_forty():
-    from benchmarks.crowding_bench import PAPER_GAN
+    from benchmarks.crowding.benchmark import PAPER_GAN
 
     assert CrowdInG().gan_epochs == 10
     assert PAPER_GAN["gan_epochs"] == 40

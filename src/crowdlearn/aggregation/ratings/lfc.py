@@ -71,7 +71,7 @@ class LFCN(BaseRatingAggregator):
         workers share many tasks: its ratings pull the truth, which lowers its error,
         which raises its weight; on the 8 Snow et al. (2008) rating sets the mean
         Pearson correlation with the experts is 0.663 with False, 0.732 with True
-        (``benchmarks/ratings.py``).
+        (``benchmarks/answer_kinds/ratings.py``).
 
     Attributes
     ----------

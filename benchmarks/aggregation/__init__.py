@@ -1,0 +1,1 @@
+"""Benchmarks of one topic: Aggregation accuracy (page aggregation.md)."""

@@ -1,0 +1,1 @@
+"""Benchmarks of one topic: The campaign loop (page campaign.md)."""

@@ -1,0 +1,1 @@
+"""Benchmarks of one topic: CMM (page cmm.md)."""

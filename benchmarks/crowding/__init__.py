@@ -1,0 +1,1 @@
+"""Benchmarks of one topic: CrowdInG (page crowding.md)."""

@@ -1,0 +1,1 @@
+"""Benchmarks of one topic: ICED (page iced.md)."""

@@ -1,0 +1,1 @@
+"""Benchmarks of one topic: Identification (page identification.md)."""

@@ -1,0 +1,1 @@
+"""Benchmarks of one topic: Learning from crowds (page learning.md)."""

@@ -1,0 +1,1 @@
+"""Benchmarks of one topic: Self-Crowd (page self-crowd.md)."""

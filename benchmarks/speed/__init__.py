@@ -1,0 +1,1 @@
+"""Benchmarks of one topic: Speed and scale (page speed-and-scale.md)."""
