@@ -149,14 +149,20 @@ def _json_start(path: Path, size: int = 1 << 16) -> str:
         return ""
 
 
-def _first_json_line(path: Path) -> Any:
+def _first_json_line(path: Path, lines: int = 100) -> Any:
+    """The first JSON object of a JSONL file (a stray ``null`` or other non-object line
+    before it is skipped here: the reader refuses it, naming its line), or None."""
     with open_text(path) as handle:
-        for line in handle:
+        for number, line in enumerate(handle):
+            if number >= lines:
+                break
             if line.strip():
                 try:
-                    return json.loads(line)
+                    value = json.loads(line)
                 except ValueError:
                     return None
+                if isinstance(value, dict):
+                    return value
     return None
 
 
