@@ -75,9 +75,7 @@ def make(kind: str, spec: str, params: dict[str, str]) -> Any:
         # before it is a masks one)
         other = [k for k in ("class", *PACKAGES) if k != kind and name in strategies(k)]
         hint = (
-            f" ({name} is a strategy for "
-            + " and for ".join(f"{NOUNS[k]} (--kind {k})" for k in other)
-            + ")"
+            " (it is a " + ", and a ".join(f"{NOUNS[k]} strategy: --kind {k}" for k in other) + ")"
             if other
             else ""
         )
