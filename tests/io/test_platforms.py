@@ -285,6 +285,8 @@ def test_a_prodigy_accept_given_as_a_string_is_one_class(tmp_path):
             r"task 1: an annotation's 'result' is a JSON object",
         ),
         ([_choice(1, {"cat": 1})], r"task 1: 'choices' is a JSON object"),
+        ([_choice(1, [["A", "B"]])], r"task 1: 'choices' holds a list among its classes"),
+        ([{"completed_by": 1, "result": [{"value": "cat"}]}], r"a result's 'value' is the text"),
     ],
 )
 def test_a_label_studio_export_of_the_wrong_shape_is_refused_naming_file_and_task(
@@ -433,3 +435,16 @@ def test_a_jsonl_line_that_is_not_an_object_is_named_with_its_file_and_number(
             CrowdDataError, match=rf"p\.jsonl: line {number} is {what}, not a JSON object"
         ):
             read(path)
+
+
+def test_a_prodigy_answer_that_is_missing_or_unknown_is_refused_naming_its_line(tmp_path):
+    path = tmp_path / "p.jsonl"
+    good = {"_input_hash": 1, "accept": ["POS"], "answer": "accept", "_annotator_id": "a"}
+    for bad, what in (({"answer": "maybe"}, "the text 'maybe'"), ({"answer": None}, "missing")):
+        path.write_text(json.dumps(good) + "\n" + json.dumps({**good, **bad}) + "\n")
+        with pytest.raises(CrowdDataError, match=rf"p\.jsonl: line 2: 'answer' is {what}, not"):
+            read_export(path)
+    missing = {k: v for k, v in good.items() if k != "answer"}
+    path.write_text(json.dumps(good) + "\n" + json.dumps(missing) + "\n")
+    with pytest.raises(CrowdDataError, match=r"line 2: 'answer' is missing"):
+        read_export(path)

@@ -75,6 +75,18 @@ def _json_list(value: Any, what: str) -> list[Any]:
     return value
 
 
+def _result_value(result: dict, where: str) -> dict:
+    """A result's ``value`` object (missing or null: empty)."""
+    value = result.get("value")
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise CrowdDataError(
+            f"{where}: a result's 'value' is {_json_type(value)}, not a JSON object"
+        )
+    return value
+
+
 def _choices_of(value: Any, where: str) -> list[Any]:
     """The classes of one ``choices`` field: a list of them, or one class given alone
     (``"choices": "cat"`` is the class cat, not the classes c, a and t)."""
@@ -86,9 +98,13 @@ def _choices_of(value: Any, where: str) -> list[Any]:
         isinstance(c, (str, int, float)) and not isinstance(c, bool) for c in value
     ):
         return list(value)
+    if isinstance(value, list):
+        odd = next(c for c in value if not isinstance(c, (str, int, float)) or isinstance(c, bool))
+        what = f"holds {_json_type(odd)} among its classes"
+    else:
+        what = f"is {_json_type(value)}"
     raise CrowdDataError(
-        f"{where}: 'choices' is {_json_type(value)}; crowdlearn reads a list of classes "
-        "(or one class)"
+        f"{where}: 'choices' {what}; crowdlearn reads a list of classes (or one class)"
     )
 
 
@@ -114,13 +130,10 @@ def _label_studio_full(tasks: list[dict], path: Path | None = None) -> PlatformE
                 for r in _json_list(annotation.get("result"), f"{where}: an annotation's 'result'")
                 if isinstance(r, dict)
             ]
-            choices = [
-                c
-                for r in results
-                for c in _choices_of((r.get("value") or {}).get("choices"), where)
-            ]
-            for result in results:
-                if (result.get("value") or {}).get("choices") and "from_name" in result:
+            values = [_result_value(r, where) for r in results]
+            choices = [c for v in values for c in _choices_of(v.get("choices"), where)]
+            for result, value in zip(results, values, strict=True):
+                if value.get("choices") and "from_name" in result:
                     names.setdefault("from_name", result["from_name"])
                     names.setdefault("to_name", result.get("to_name", ""))
             if not choices:
@@ -266,9 +279,10 @@ def _prodigy(path: Path) -> PlatformExport:
     unknown = ~answer.isin(["accept", "reject", "ignore"])
     if unknown.any():
         line = unknown.idxmax()
+        value = frame.at[line, "answer"]
+        what = "missing" if isinstance(value, float) and pd.isna(value) else _json_type(value)
         raise CrowdDataError(
-            f"{path}: line {line}: 'answer' is {_json_type(frame.at[line, 'answer'])}, not "
-            "accept, reject or ignore"
+            f"{path}: line {line}: 'answer' is {what}, not accept, reject or ignore"
         )
     choice = "accept" in frame and bool(
         frame["accept"].map(lambda v: isinstance(v, list) or (isinstance(v, str) and v)).any()
