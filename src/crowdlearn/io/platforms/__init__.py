@@ -21,9 +21,11 @@ The answer column is chosen for the user when there is one candidate (MTurk's si
 ``Answer.*`` column, Toloka's single ``OUTPUT:*`` column, for CrowdFlower and Label
 Studio JSON-MIN the job's one field that varies within a task); with several, the error
 names them and ``answer=`` (``--answer``) chooses. Rejected assignments (MTurk, Toloka),
-tainted judgments (CrowdFlower), cancelled annotations (Label Studio) and ignored
-examples (Prodigy) are left out by default, with a note (``keep_rejected=True`` keeps
-the rejected and tainted ones).
+tainted judgments (CrowdFlower), cancelled annotations (Label Studio) and ignored or
+rejected examples (Prodigy) are left out by default, with a note (``keep_rejected=True``
+keeps the rejected assignments and tainted judgments). Status values are compared
+trimmed and in any case, and one the platform does not have is refused naming its row.
+Answers without a worker id are left out, with a note saying how many.
 """
 
 from __future__ import annotations
