@@ -325,7 +325,7 @@ def _prodigy(path: Path) -> PlatformExport:
         chose = answers["label"].map(len) > 0
         if not chose.all():
             left_out["accepted examples choosing no option"] = int((~chose).sum())
-        answers = answers[chose]
+        answers = answers[chose].copy()
         answers["label"] = [x[0] for x in answers["label"]]
     content = [c for c in ("text", "image", "label") if c in frame]
     items = (
