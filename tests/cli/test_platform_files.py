@@ -116,3 +116,80 @@ def test_convert_writes_the_long_format(tmp_path):
     back = run("aggregate", tmp_path / "sets.csv", "--kind", "multilabel", "-s", "binary-mv",
                "-o", tmp_path / "agg")  # fmt: skip
     assert back.exit_code == 0, back.output
+
+
+# ------------------------------------------------------------- issue 43: careless exports
+
+
+def _one_line_error(result):
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and lines[0].startswith("crowdlearn: error:"), lines
+    return lines[0]
+
+
+def test_a_string_choice_is_one_class_and_mv_reads_it(tmp_path):
+    # the sweep's reproduction: "choices": "cat" was the label set {a, c, t}, then -s mv
+    # was refused as "a segmentation masks strategy"
+    tasks = [
+        {"id": 1, "annotations": [
+            {"completed_by": 1, "result": [{"value": {"choices": "cat"}}]},
+            {"completed_by": 2, "result": [{"value": {"choices": "cat"}}]},
+            {"completed_by": 3, "result": [{"value": {"choices": ["dog"]}}]},
+        ]},
+        {"id": 2, "annotations": [{"completed_by": 1, "result": [{"value": {"choices": "dog"}}]}]},
+    ]  # fmt: skip
+    path = tmp_path / "ls.json"
+    path.write_text(json.dumps(tasks))
+    result = run("aggregate", path, "-s", "mv", "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    labels = pd.read_csv(tmp_path / "out" / "labels.csv")
+    assert labels.set_index("task")["label"].to_dict() == {1: "cat", 2: "dog"}
+
+
+def test_a_class_strategy_on_label_sets_names_the_class_kind_first(tmp_path):
+    result = run("aggregate", FILES / "labelstudio-min.json", "-s", "mv", "-o", tmp_path / "out")
+    line = _one_line_error(result)
+    assert "unknown label sets strategy 'mv' (it is a one class per answer strategy: " in line
+    assert "--kind class" in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_padded_statuses_and_empty_worker_ids_are_left_out_with_a_note(tmp_path):
+    path = tmp_path / "batch.csv"
+    path.write_text(
+        "HITId,WorkerId,AssignmentStatus,Answer.c\n"
+        "H1,W1,Approved,cat\nH1,W2,Rejected ,dog\nH1,W3,REJECTED,dog\n"
+        "H2,W1,Approved,dog\nH2,,Approved,cat\nH3,,Approved,cat\nH3,W2,approved,dog\n"
+    )
+    result = run("aggregate", path, "-s", "mv", "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    assert "left out 2 rejected assignments" in result.stderr
+    assert "2 answers without a worker id" in result.stderr
+    labels = pd.read_csv(tmp_path / "out" / "labels.csv").set_index("task")["label"]
+    assert labels.to_dict() == {"H1": "cat", "H2": "dog", "H3": "dog"}
+    workers = json.loads((tmp_path / "out" / "summary.json").read_text())["n_workers"]
+    assert workers == 2
+
+
+def test_prodigy_rejected_examples_are_noted_on_the_command_line(tmp_path):
+    path = tmp_path / "p.jsonl"
+    rows = [
+        {"_input_hash": 1, "accept": ["POS"], "answer": "accept", "_annotator_id": "a"},
+        {"_input_hash": 1, "accept": ["NEG"], "answer": "reject", "_annotator_id": "b"},
+    ]
+    path.write_text("\n".join(map(json.dumps, rows)) + "\n")
+    result = run("aggregate", path, "-s", "mv", "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    assert "left out 1 rejected examples" in result.stderr
+
+
+def test_a_null_jsonl_line_is_one_line_naming_file_and_line(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text(
+        json.dumps({"_input_hash": 1, "accept": ["POS"], "answer": "accept", "_annotator_id": "a"})
+        + "\nnull\n"
+    )
+    line = _one_line_error(run("aggregate", path, "-s", "mv", "-o", tmp_path / "out"))
+    assert "p.jsonl: line 2 is null, not a JSON object" in line
+    assert not (tmp_path / "out").exists()

@@ -227,3 +227,224 @@ def test_an_xlsx_sheet_reads_like_the_csv_and_a_platform_export_in_excel(tmp_pat
     mturk.to_excel(tmp_path / "results.xlsx", index=False)
     assert recognise(tmp_path / "results.xlsx") == "mturk"
     assert read(tmp_path / "results.xlsx") == read(FILES / "mturk.csv")
+
+
+# ------------------------------------------------------------- issue 43: careless exports
+
+
+def _label_studio(tmp_path, annotations, name="ls.json"):
+    """A Label Studio JSON export of one task per entry of ``annotations``."""
+    path = tmp_path / name
+    tasks = [
+        {"id": i + 1, "data": {"text": f"t{i}"}, "annotations": a}
+        for i, a in enumerate(annotations)
+    ]
+    path.write_text(json.dumps(tasks))
+    return path
+
+
+def _choice(worker, choices):
+    return {"completed_by": worker, "result": [{"type": "choices", "value": {"choices": choices}}]}
+
+
+def test_a_label_studio_choice_given_as_a_string_is_one_class(tmp_path):
+    path = _label_studio(tmp_path, [[_choice(1, "cat"), _choice(2, ["dog"])], [_choice(1, "cat")]])
+    export = read_export(path)
+    assert export.kind == "class"
+    assert export.answers["label"].tolist() == ["cat", "dog", "cat"]
+    # JSON-MIN: a bare class and a {"choices": "cat"} object alike
+    rows = [
+        {"id": 1, "annotator": 1, "sentiment": {"choices": "cat"}},
+        {"id": 1, "annotator": 2, "sentiment": "dog"},
+    ]
+    path = tmp_path / "min.json"
+    path.write_text(json.dumps(rows))
+    export = read_export(path)
+    assert export.kind == "class" and export.answers["label"].tolist() == ["cat", "dog"]
+
+
+def test_a_prodigy_accept_given_as_a_string_is_one_class(tmp_path):
+    path = tmp_path / "p.jsonl"
+    lines = [
+        {"_input_hash": 1, "accept": "POS", "answer": "accept", "_annotator_id": "a"},
+        {"_input_hash": 1, "accept": ["NEG"], "answer": "accept", "_annotator_id": "b"},
+    ]
+    path.write_text("\n".join(map(json.dumps, lines)) + "\n")
+    export = read_export(path)
+    assert export.kind == "class" and export.answers["label"].tolist() == ["POS", "NEG"]
+
+
+@pytest.mark.parametrize(
+    ("annotations", "message"),
+    [
+        (_choice(1, ["cat"]), r"ls\.json: task 1: 'annotations' is a JSON object, not a list"),
+        ("cat", r"ls\.json: task 1: 'annotations' is the text 'cat', not a list"),
+        (["cat"], r"ls\.json: task 1: an annotation is the text 'cat', not a JSON object"),
+        (
+            [{"completed_by": 1, "result": {"value": {}}}],
+            r"task 1: an annotation's 'result' is a JSON object",
+        ),
+        ([_choice(1, {"cat": 1})], r"task 1: 'choices' is a JSON object"),
+        ([_choice(1, [["A", "B"]])], r"task 1: 'choices' holds a list among its classes"),
+        ([{"completed_by": 1, "result": [{"value": "cat"}]}], r"a result's 'value' is the text"),
+    ],
+)
+def test_a_label_studio_export_of_the_wrong_shape_is_refused_naming_file_and_task(
+    tmp_path, annotations, message
+):
+    path = _label_studio(tmp_path, [annotations])
+    with pytest.raises(CrowdDataError, match=message):
+        read_export(path)
+
+
+@pytest.mark.parametrize(
+    ("header", "rows", "left_out"),
+    [
+        (
+            "HITId,WorkerId,AssignmentStatus,Answer.c",
+            [
+                "H1,W1,Approved ,cat",
+                "H1,W2,Rejected ,dog",
+                "H2,W1, SUBMITTED,dog",
+                "H2,W2,rejected,cat",
+            ],
+            {"rejected assignments (--keep-rejected keeps them)": 2},
+        ),
+        (
+            "INPUT:x\tOUTPUT:c\tASSIGNMENT:worker_id\tASSIGNMENT:status",
+            [
+                "a\tcat\tw1\taccepted ",
+                "a\tdog\tw2\t Rejected",
+                "b\tdog\tw1\tSUBMITTED",
+                "b\tcat\tw2\tExpired ",
+            ],
+            {
+                "rejected assignments (--keep-rejected keeps them)": 1,
+                "skipped or expired assignments": 1,
+            },
+        ),
+        (
+            "_unit_id,_worker_id,_tainted,c,text",
+            ["1,w1,false,cat,s", "1,w2,TRUE ,dog,s", "2,w1,False ,dog,u", "2,w2,True,cat,u"],
+            {"tainted judgments (--keep-rejected keeps them)": 2},
+        ),
+    ],
+)
+def test_status_values_are_compared_trimmed_and_in_any_case(tmp_path, header, rows, left_out):
+    sep = "\t" if "\t" in header else ","
+    path = tmp_path / ("export.tsv" if sep == "\t" else "export.csv")
+    path.write_text("\n".join([header, *rows]) + "\n")
+    export = read_export(path)
+    assert export.left_out == left_out
+    assert len(export.answers) == 2
+    assert sorted(export.answers["label"]) == ["cat", "dog"]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("m.csv",
+         "HITId,WorkerId,AssignmentStatus,Answer.c\nH1,W1,Approved,cat\nH1,W2,Rejectd,dog\n",
+         r"m\.csv row 1: AssignmentStatus 'Rejectd' is not one of approved, rejected, submitted"),
+        ("c.csv", "_unit_id,_worker_id,_tainted,c,t\n1,w1,false,a,s\n1,w2,maybe,b,s\n",
+         r"c\.csv row 1: _tainted 'maybe' is not one of"),
+    ],
+)  # fmt: skip
+def test_an_unknown_status_value_is_refused_naming_its_row(tmp_path, name, text, message):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(CrowdDataError, match=message):
+        read_export(path)
+
+
+def _anonymous_export(tmp_path, name):
+    """``name``'s platform export with two answers of no worker, on different tasks."""
+    files = {
+        "m.csv": "HITId,WorkerId,AssignmentStatus,Answer.c\n"
+        "H1,W1,Approved,cat\nH1,,Approved,dog\nH2,W1,Approved,dog\nH2, ,Approved,cat\n",
+        "t.tsv": "INPUT:x\tOUTPUT:c\tASSIGNMENT:worker_id\n"
+        "a\tcat\tw1\na\tdog\t\nb\tdog\tw1\nb\tcat\t \n",
+        "c.csv": "_unit_id,_worker_id,c,t\n1,w1,cat,s\n1,,dog,s\n2,w1,dog,u\n2,,cat,u\n",
+        "min.json": json.dumps(
+            [
+                {"id": 1, "annotator": 1, "c": "cat"},
+                {"id": 1, "annotator": None, "c": "dog"},
+                {"id": 2, "annotator": 1, "c": "dog"},
+                {"id": 2, "annotator": "", "c": "cat"},
+            ]
+        ),
+        "p.jsonl": "\n".join(
+            json.dumps({"_input_hash": t, "accept": [c], "answer": "accept", "_annotator_id": w})
+            for t, c, w in [(1, "cat", "a"), (1, "dog", ""), (2, "dog", "a"), (2, "cat", None)]
+        ),
+    }
+    if name in files:
+        (tmp_path / name).write_text(files[name])
+        return tmp_path / name
+    return _label_studio(
+        tmp_path,
+        [
+            [_choice(1, ["cat"]), _choice(None, ["dog"])],
+            [_choice(1, ["dog"]), _choice("", ["cat"])],
+        ],
+    )
+
+
+@pytest.mark.parametrize("name", ["m.csv", "t.tsv", "c.csv", "min.json", "p.jsonl", "ls.json"])
+def test_answers_without_a_worker_id_are_left_out_with_a_note(tmp_path, name):
+    data, said = notes(read, _anonymous_export(tmp_path, name))
+    # before: the two anonymous answers were one worker named '' (or None)
+    assert data.n_annotations == 2
+    assert data.n_workers == 1
+    assert any("left out 2 answers without a worker id" in n for n in said), said
+
+
+def test_prodigy_rejected_examples_are_left_out_with_a_note(tmp_path):
+    path = tmp_path / "p.jsonl"
+    lines = [
+        {"_input_hash": 1, "accept": ["POS"], "answer": "accept", "_annotator_id": "a"},
+        {"_input_hash": 1, "accept": ["NEG"], "answer": "reject", "_annotator_id": "b"},
+        {"_input_hash": 2, "accept": ["NEG"], "answer": " Reject", "_annotator_id": "a"},
+        {"_input_hash": 2, "accept": ["POS"], "answer": "IGNORE ", "_annotator_id": "b"},
+        {"_input_hash": 3, "accept": [], "answer": "accept", "_annotator_id": "b"},
+        {"_input_hash": 3, "accept": ["POS"], "answer": "accept", "_annotator_id": "a"},
+    ]
+    path.write_text("\n".join(map(json.dumps, lines)) + "\n")
+    data, said = notes(read, path)
+    assert data.n_annotations == 2
+    assert any(
+        "left out 1 ignored examples, 2 rejected examples, 1 accepted examples choosing no "
+        "option" in n
+        for n in said
+    ), said
+
+
+@pytest.mark.parametrize(
+    ("line", "what"), [("null", "null"), ("[1, 2]", "a list"), ("3", "the number 3")]
+)
+def test_a_jsonl_line_that_is_not_an_object_is_named_with_its_file_and_number(
+    tmp_path, line, what
+):
+    good = json.dumps(
+        {"_input_hash": 1, "accept": ["POS"], "answer": "accept", "_annotator_id": "a"}
+    )
+    for lines, number in (([good, "", line], 3), ([line, good], 1)):
+        path = tmp_path / "p.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        with pytest.raises(
+            CrowdDataError, match=rf"p\.jsonl: line {number} is {what}, not a JSON object"
+        ):
+            read(path)
+
+
+def test_a_prodigy_answer_that_is_missing_or_unknown_is_refused_naming_its_line(tmp_path):
+    path = tmp_path / "p.jsonl"
+    good = {"_input_hash": 1, "accept": ["POS"], "answer": "accept", "_annotator_id": "a"}
+    for bad, what in (({"answer": "maybe"}, "the text 'maybe'"), ({"answer": None}, "missing")):
+        path.write_text(json.dumps(good) + "\n" + json.dumps({**good, **bad}) + "\n")
+        with pytest.raises(CrowdDataError, match=rf"p\.jsonl: line 2: 'answer' is {what}, not"):
+            read_export(path)
+    missing = {k: v for k, v in good.items() if k != "answer"}
+    path.write_text(json.dumps(good) + "\n" + json.dumps(missing) + "\n")
+    with pytest.raises(CrowdDataError, match=r"line 2: 'answer' is missing"):
+        read_export(path)

@@ -96,6 +96,47 @@ def input_files() -> dict[str, bytes | None]:
         "crowd.parquet": _parquet(
             {"task": ["t1", "t1", "t2"], "worker": ["w1", "w2", "w1"], "label": ["a", "b", "a"]}
         ),
+        # ---- issue 43: platform exports
+        "ls-annotations-object.json": json.dumps(
+            [{"id": 1, "annotations": {"completed_by": 1, "result": []}}]
+        ).encode(),
+        "ls-choices-object.json": json.dumps(
+            [
+                {
+                    "id": 1,
+                    "annotations": [
+                        {"completed_by": 1, "result": [{"value": {"choices": {"cat": True}}}]}
+                    ],
+                }
+            ]
+        ).encode(),
+        "ls-min-sets.json": json.dumps(
+            [
+                {"id": 1, "annotator": 1, "tags": ["a", "b"]},
+                {"id": 1, "annotator": 2, "tags": ["a"]},
+            ]
+        ).encode(),
+        "prodigy-null.jsonl": (
+            json.dumps(
+                {"_input_hash": 1, "accept": ["X"], "answer": "accept", "_annotator_id": "a"}
+            )
+            + "\nnull\n"
+        ).encode(),
+        "prodigy-maybe.jsonl": (
+            json.dumps(
+                {"_input_hash": 1, "accept": ["X"], "answer": "maybe", "_annotator_id": "a"}
+            )
+            + "\n"
+        ).encode(),
+        "mturk-typo.csv": (
+            b"HITId,WorkerId,AssignmentStatus,Answer.c\nH1,W1,Approved,cat\nH1,W2,Rejectd,dog\n"
+        ),
+        "mturk-anonymous.csv": (
+            b"HITId,WorkerId,AssignmentStatus,Answer.c\nH1,,Approved,cat\nH2, ,Approved,dog\n"
+        ),
+        "crowdflower-tainted.csv": (
+            b"_unit_id,_worker_id,_tainted,c,t\n1,w1,false,a,s\n1,w2,?,b,s\n"
+        ),
     }
 
 
@@ -1220,6 +1261,47 @@ CASES: list[Case] = [
     ),
     Case(
         "bench-out-is-a-file", ["bench", "labelme", "--out", "res"], "res", target=("res", "file")
+    ),
+    # ---- issue 43: platform exports
+    Case(
+        "labelstudio-annotations-object",
+        ["aggregate", "ls-annotations-object.json", "-s", "mv", "-o", "out"],
+        "ls-annotations-object.json: task 1: 'annotations' is a JSON object, not a list",
+    ),
+    Case(
+        "labelstudio-choices-object",
+        ["aggregate", "ls-choices-object.json", "-s", "mv", "-o", "out"],
+        "task 1: 'choices' is a JSON object",
+    ),
+    Case(
+        "labelstudio-label-sets-class-strategy",
+        ["aggregate", "ls-min-sets.json", "-s", "mv", "-o", "out"],
+        "it is a one class per answer strategy: --kind class",
+    ),
+    Case(
+        "prodigy-null-line",
+        ["aggregate", "prodigy-null.jsonl", "-s", "mv", "-o", "out"],
+        "prodigy-null.jsonl: line 2 is null, not a JSON object",
+    ),
+    Case(
+        "prodigy-unknown-answer",
+        ["aggregate", "prodigy-maybe.jsonl", "-s", "mv", "-o", "out"],
+        "line 1: 'answer' is the text 'maybe', not accept, reject or ignore",
+    ),
+    Case(
+        "mturk-unknown-status",
+        ["aggregate", "mturk-typo.csv", "-s", "mv", "-o", "out"],
+        "mturk-typo.csv row 1: AssignmentStatus 'Rejectd' is not one of",
+    ),
+    Case(
+        "crowdflower-unknown-tainted",
+        ["aggregate", "crowdflower-tainted.csv", "-s", "mv", "-o", "out"],
+        "crowdflower-tainted.csv row 1: _tainted '?' is not one of",
+    ),
+    Case(
+        "mturk-no-worker-ids",
+        ["aggregate", "mturk-anonymous.csv", "-s", "mv", "-o", "out"],
+        "no answer is left to read",
     ),
 ]
 

@@ -71,8 +71,14 @@ def make(kind: str, spec: str, params: dict[str, str]) -> Any:
     registry = strategies(kind)
     name = spec.split("[")[0].strip().lower()
     if name not in registry:
-        other = [k for k in PACKAGES if k != kind and name in strategies(k)]
-        hint = f" (it is a {NOUNS[other[0]]} strategy: --kind {other[0]})" if other else ""
+        # the kinds whose registry holds the name (class first: mv is a class strategy
+        # before it is a masks one)
+        other = [k for k in ("class", *PACKAGES) if k != kind and name in strategies(k)]
+        hint = (
+            " (it is a " + ", and a ".join(f"{NOUNS[k]} strategy: --kind {k}" for k in other) + ")"
+            if other
+            else ""
+        )
         raise CrowdDataError(
             f"unknown {NOUNS[kind]} strategy {spec!r}{hint}; choose one of "
             f"{', '.join(sorted(registry))}"

@@ -21,9 +21,11 @@ The answer column is chosen for the user when there is one candidate (MTurk's si
 ``Answer.*`` column, Toloka's single ``OUTPUT:*`` column, for CrowdFlower and Label
 Studio JSON-MIN the job's one field that varies within a task); with several, the error
 names them and ``answer=`` (``--answer``) chooses. Rejected assignments (MTurk, Toloka),
-tainted judgments (CrowdFlower), cancelled annotations (Label Studio) and ignored
-examples (Prodigy) are left out by default, with a note (``keep_rejected=True`` keeps
-the rejected and tainted ones).
+tainted judgments (CrowdFlower), cancelled annotations (Label Studio) and ignored or
+rejected examples (Prodigy) are left out by default, with a note (``keep_rejected=True``
+keeps the rejected assignments and tainted judgments). Status values are compared
+trimmed and in any case, and one the platform does not have is refused naming its row.
+Answers without a worker id are left out, with a note saying how many.
 """
 
 from __future__ import annotations
@@ -149,14 +151,20 @@ def _json_start(path: Path, size: int = 1 << 16) -> str:
         return ""
 
 
-def _first_json_line(path: Path) -> Any:
+def _first_json_line(path: Path, lines: int = 100) -> Any:
+    """The first JSON object of a JSONL file (a stray ``null`` or other non-object line
+    before it is skipped here: the reader refuses it, naming its line), or None."""
     with open_text(path) as handle:
-        for line in handle:
+        for number, line in enumerate(handle):
+            if number >= lines:
+                break
             if line.strip():
                 try:
-                    return json.loads(line)
+                    value = json.loads(line)
                 except ValueError:
                     return None
+                if isinstance(value, dict):
+                    return value
     return None
 
 

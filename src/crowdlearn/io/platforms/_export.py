@@ -171,3 +171,35 @@ def _items(frame: pd.DataFrame, task_column: str, inputs: list[str]) -> pd.DataF
         return None
     items = frame[[task_column, *inputs]].drop_duplicates(subset=[task_column])
     return items.set_index(task_column)
+
+
+#: The ``left_out`` reason of answers whose worker id is empty.
+NO_WORKER = "answers without a worker id"
+
+
+def blank(values: pd.Series) -> pd.Series:
+    """Which cells are missing, empty or only whitespace (an id that names nobody)."""
+    return values.map(lambda v: v is None or (isinstance(v, float) and pd.isna(v))) | (
+        values.astype(str).str.strip() == ""
+    )
+
+
+def statuses(
+    frame: pd.DataFrame, column: str, known: dict[str, str], keep: pd.Series
+) -> pd.Series:
+    """A platform's status column compared as the platform means it: trimmed and
+    case-insensitive (``"Rejected "`` is ``rejected``), each value mapped by ``known``
+    (lower-case spelling -> status). A value that is not one of them stops the reading
+    with the first row holding it: an unknown status could be a rejection spelt
+    otherwise, and keeping it silently would aggregate answers the platform refused."""
+    folded = frame[column].astype(str).str.strip().str.lower()
+    mapped = folded.map(known)
+    unknown = mapped.isna() & keep
+    if unknown.any():
+        row = unknown.idxmax()
+        raise _RowError(
+            int(row),
+            f"{column} {frame.at[row, column]!r} is not one of "
+            f"{', '.join(sorted({k for k in known if k}))} (compared trimmed, in any case)",
+        )
+    return mapped

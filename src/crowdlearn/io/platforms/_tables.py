@@ -21,12 +21,38 @@ from crowdlearn.io._files import (
     sniff_delimiter,
 )
 from crowdlearn.io.platforms._export import (
+    NO_WORKER,
     PlatformExport,
     _answers,
     _choose,
     _items,
     _typed_ids,
+    blank,
+    statuses,
 )
+
+#: MTurk's assignment statuses (trimmed, lower case); an empty cell is a live HIT's.
+_MTURK_STATUS = {"submitted": "submitted", "approved": "approved", "rejected": "rejected", "": ""}
+#: Toloka's assignment statuses.
+_TOLOKA_STATUS = {
+    s.lower(): s for s in ("ACTIVE", "SUBMITTED", "ACCEPTED", "REJECTED", "SKIPPED", "EXPIRED", "")
+}
+#: CrowdFlower's ``_tainted`` values, as the report and a spreadsheet may write them.
+_TAINTED = {
+    **dict.fromkeys(("true", "t", "1", "yes"), "true"),
+    **dict.fromkeys(("false", "f", "0", "no", ""), "false"),
+}
+
+
+def _leave_out_anonymous(
+    frame: pd.DataFrame, column: str, keep: pd.Series, left_out: dict[str, int]
+) -> pd.Series:
+    """``keep`` less the rows whose worker id is empty (counted in ``left_out``):
+    anonymous answers on different tasks would otherwise be one worker named ''."""
+    anonymous = blank(frame[column]) & keep
+    if anonymous.any():
+        left_out[NO_WORKER] = int(anonymous.sum())
+    return keep & ~anonymous
 
 
 def excel_text(path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -92,11 +118,12 @@ def _mturk(
     )
     left_out: dict[str, int] = {}
     keep = pd.Series(True, index=frame.index)
-    if "AssignmentStatus" in frame and not keep_rejected:
-        rejected = frame["AssignmentStatus"].str.lower() == "rejected"
-        if rejected.any():
+    if "AssignmentStatus" in frame:
+        rejected = statuses(frame, "AssignmentStatus", _MTURK_STATUS, keep) == "rejected"
+        if rejected.any() and not keep_rejected:
             left_out["rejected assignments (--keep-rejected keeps them)"] = int(rejected.sum())
-        keep &= ~rejected
+            keep &= ~rejected
+    keep = _leave_out_anonymous(frame, "WorkerId", keep, left_out)
     kept = frame[keep]
     answers, kind, empty = _answers(kept, kept[task_column], kept["WorkerId"], kept[label_column])
     if empty:
@@ -127,7 +154,7 @@ def _toloka(
     left_out: dict[str, int] = {}
     keep = pd.Series(True, index=frame.index)
     if "ASSIGNMENT:status" in frame:
-        status = frame["ASSIGNMENT:status"].str.upper()
+        status = statuses(frame, "ASSIGNMENT:status", _TOLOKA_STATUS, keep)
         if not keep_rejected and (status == "REJECTED").any():
             left_out["rejected assignments (--keep-rejected keeps them)"] = int(
                 (status == "REJECTED").sum()
@@ -137,6 +164,7 @@ def _toloka(
         if unfinished.any():
             left_out["skipped or expired assignments"] = int((unfinished & keep).sum())
             keep &= ~unfinished
+    keep = _leave_out_anonymous(frame, "ASSIGNMENT:worker_id", keep, left_out)
     kept = frame[keep]
     answers, kind, empty = _answers(
         kept, task_values[keep], kept["ASSIGNMENT:worker_id"], kept[label_column]
@@ -177,11 +205,12 @@ def _crowdflower(
     )
     left_out: dict[str, int] = {}
     keep = pd.Series(True, index=frame.index)
-    if "_tainted" in frame and not keep_rejected:
-        tainted = frame["_tainted"].str.lower() == "true"
-        if tainted.any():
+    if "_tainted" in frame:
+        tainted = statuses(frame, "_tainted", _TAINTED, keep) == "true"
+        if tainted.any() and not keep_rejected:
             left_out["tainted judgments (--keep-rejected keeps them)"] = int(tainted.sum())
-        keep &= ~tainted
+            keep &= ~tainted
+    keep = _leave_out_anonymous(frame, "_worker_id", keep, left_out)
     kept = frame[keep]
     answers, kind, empty = _answers(kept, kept["_unit_id"], kept["_worker_id"], kept[label_column])
     gold_column = f"{label_column}_gold"
