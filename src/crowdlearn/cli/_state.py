@@ -210,7 +210,7 @@ def _aggregate_locked(
                 "it without crowdlearn's lock?); nothing was written: run the update again"
             )
         try:
-            _replace(pending, state_path)
+            os.replace(pending, state_path)
         except OSError as error:
             raise OutputError(state, error) from None
 
@@ -240,11 +240,6 @@ def _aggregate_locked(
         note(f"crowdlearn: note: --state {state}: created ({seconds:.2f} s)")
     written = [f"{stem}.{output_format}" for stem in names] + ["workers.json", "summary.json"]
     click.echo(f"{name}: {everything} -> {output}: {', '.join(written)}; state {state}")
-
-
-def _replace(pending: Path, state_path: Path) -> None:
-    """Rename the new state onto the old (one place, for fault-injection tests)."""
-    os.replace(pending, state_path)
 
 
 def _check_writable_folder(state: str, state_path: Path) -> None:
