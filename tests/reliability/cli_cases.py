@@ -11,6 +11,7 @@ the table).
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 
@@ -96,7 +97,29 @@ def input_files() -> dict[str, bytes | None]:
         "crowd.parquet": _parquet(
             {"task": ["t1", "t1", "t2"], "worker": ["w1", "w2", "w1"], "label": ["a", "b", "a"]}
         ),
+        # ---- issue 43: state files and outputs
+        "s.state": _state_bytes(),
+        "late.csv": b"task,worker,label\nt1,w9,a\nt2,w9,b\n",
+        "labels/round0.csv": CSV_3.encode(),
     }
+
+
+@functools.lru_cache(maxsize=1)
+def _state_bytes() -> bytes:
+    """A state file of ``crowdlearn aggregate crowd.csv --state s.state -s mv``."""
+    import tempfile
+    from pathlib import Path
+
+    from crowdlearn import CrowdData
+    from crowdlearn.aggregation import MajorityVote, save_state
+
+    rows = [line.split(",") for line in CSV_3.strip().splitlines()[1:]]
+    crowd = CrowdData.from_arrays(*map(list, zip(*rows, strict=True)))
+    model = MajorityVote().partial_fit(crowd)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "s.state"
+        save_state(model, path, {"kind": "class", "columns": {}, "strategy": "mv"})
+        return path.read_bytes()
 
 
 @dataclass
@@ -1220,6 +1243,49 @@ CASES: list[Case] = [
     ),
     Case(
         "bench-out-is-a-file", ["bench", "labelme", "--out", "res"], "res", target=("res", "file")
+    ),
+    # ---- issue 43: state files and outputs
+    Case(
+        "aggregate-state-dangling-link",
+        ["aggregate", "late.csv", "--state", "link.state", "-o", "out"],
+        "a symbolic link to a missing path",
+        target=("link.state", "dangling"),
+    ),
+    Case(
+        "aggregate-state-cannot-be-replaced",
+        ["aggregate", "late.csv", "--state", "s.state", "-o", "out", OVER],
+        "cannot write s.state: Operation not permitted",
+        fault="state-immutable",
+        target=("out", "ours"),
+        notes="the outputs are rolled back: they and the state change together or not at all",
+    ),
+    Case(
+        "aggregate-state-read-only-folder",
+        ["aggregate", "late.csv", "--state", "s.state", "-o", "out"],
+        "cannot write s.state: Permission denied",
+        fault="state-folder-read-only",
+    ),
+    Case(
+        "aggregate-state-busy",
+        ["aggregate", "late.csv", "--state", "s.state", "-o", "out"],
+        "another crowdlearn update of this state is running",
+        fault="state-locked",
+    ),
+    Case(
+        "aggregate-state-changed-during-update",
+        ["aggregate", "late.csv", "--state", "s.state", "-o", "out"],
+        "changed while this update ran",
+        fault="state-changed",
+    ),
+    Case(
+        "replay-seen-batch-as-output",
+        ["replay", "crowd.csv", "--seen", "labels", "-o", "labels/round0.csv", OVER],
+        "is the input labels/round0.csv",
+    ),
+    Case(
+        "next-output-in-the-folder-it-reads",
+        ["next", "labels", "--budget", "1", "-o", "labels/next.csv"],
+        "reads as batches",
     ),
 ]
 
