@@ -11,10 +11,12 @@ The policy lives here once, and every command that writes goes through :class:`O
 - targets that are not regular files or folders (``/dev/null``, FIFOs, sockets,
   devices, a symbolic link to a missing path) are always refused, and a file output
   onto an existing folder is refused even with ``--overwrite`` (replacing a whole
-  folder by a file is never what a user meant);
+  folder by a file is never what a user meant); a symbolic link to an existing file
+  or folder is followed: what it names is replaced, the link is kept;
 - a command declares what it reads (:meth:`Outputs.reads`): an input must be a regular
   file or a folder (a FIFO would block, ``/dev/zero`` never ends), and no target may
-  be an input or a folder holding one, with or without ``--overwrite``;
+  be an input or a folder holding one, with or without ``--overwrite``; a folder or
+  glob read as batches (:meth:`Outputs.reads_batches`) may hold no target;
 - every output folder gets a marker, ``.crowdlearn-output.json``, listing what the run
   wrote there; ``--overwrite`` replaces an existing non-empty folder only when it holds
   that marker and nothing the marker does not list, so it never removes a file that
