@@ -416,3 +416,18 @@ def test_next_refuses_an_output_among_the_batches_it_reads(pool, tmp_path, glob)
     other = tmp_path / "next.csv" if not glob else labels / "next.parquet"
     result = run("next", data, "--budget", 5, "-o", other)
     assert result.exit_code == 0, result.output
+
+
+def test_a_file_output_that_is_a_link_is_followed(pool, tmp_path):
+    """-o LINK --overwrite writes the file the link names and keeps the link (issue 43:
+    the link used to be replaced by a regular file, the target left old)."""
+    real = tmp_path / "shared" / "batch.csv"
+    real.parent.mkdir()
+    real.write_text("task,worker,label\nold,old,old\n")
+    link = tmp_path / "batch.csv"
+    link.symlink_to(real)
+    result = run("replay", pool, "-o", link, "--overwrite")
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and link.resolve() == real.resolve()
+    assert len(pd.read_csv(real)) == 80 and "old" not in real.read_text()
+    assert sorted(p.name for p in real.parent.iterdir()) == ["batch.csv"]
