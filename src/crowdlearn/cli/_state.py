@@ -67,32 +67,26 @@ def aggregate_with_state(
     from crowdlearn.cli._output import OutputError
 
     state_path = _state_target(state)
-    # A state in a folder that does not exist yet is created by this call; then no lock
-    # (it would create the folder), and the check before the rename refuses a second
-    # creator that came first.
-    lock: Any = (
-        file_lock(state_path, _lock_timeout())
-        if state_path.absolute().parent.is_dir()
-        else contextlib.nullcontext()
-    )
-    try:
-        lock.__enter__()
-    except LockTimeout as error:
-        raise CrowdDataError(
-            f"--state {state}: another crowdlearn update of this state is running ({error}); "
-            f"run again once it is done, or wait longer with {WAIT_VARIABLE}=SECONDS"
-        ) from None
-    except OSError as error:  # a read-only folder: name the state, not the lock file
-        raise OutputError(state, error) from None
-    try:
+    with contextlib.ExitStack() as stack:
+        # A state in a folder that does not exist yet is created by this call: no lock
+        # then (it would create the folder); the check before the rename refuses a
+        # second creator that came first.
+        if state_path.absolute().parent.is_dir():
+            timeout = _lock_timeout()
+            try:
+                stack.enter_context(file_lock(state_path, timeout))
+            except LockTimeout as error:
+                raise CrowdDataError(
+                    f"--state {state}: another crowdlearn update of this state is running "
+                    f"({error}); run again once it is done, or wait longer with "
+                    f"{WAIT_VARIABLE}=SECONDS"
+                ) from None
+            except OSError as error:  # a read-only folder: name the state, not the lock
+                raise OutputError(state, error) from None
         _aggregate_locked(
             data, state, state_path, strategy, params, output, output_format, overwrite,
             duplicates, new_classes, quiet, tables_of, write_table, refresh,
         )  # fmt: skip
-    except BaseException:
-        lock.__exit__(None, None, None)
-        raise
-    lock.__exit__(None, None, None)
 
 
 #: The environment variable giving how long an update waits for another one (seconds).
