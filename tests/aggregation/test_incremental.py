@@ -317,3 +317,29 @@ def test_new_tasks_without_annotations_get_the_prior(refresh):
     model.partial_fit(new, refresh=refresh)
     assert model.task_ids_[-1] == 99_999
     np.testing.assert_allclose(model.probas_[-1], model.priors_)
+
+
+@pytest.mark.parametrize("cls", ALL)
+@pytest.mark.parametrize("refresh", [0, 1])
+def test_a_batch_larger_than_the_refit_share_is_a_plain_fit_of_everything(cls, refresh):
+    """Past REFIT_SHARE of all annotations, every method refits (issue 43: an update
+    never costs more than a refit), with text ids whose new ones sort among the held,
+    and the result is a plain fit's; below it, no refit."""
+    from crowdlearn.aggregation._incremental import REFIT_SHARE
+
+    frame = crowd_frame(5, n_task=300)
+    frame = frame.assign(
+        task="t" + frame["task"].astype(str), worker="w" + frame["worker"].astype(str)
+    )
+    n_small = int(0.5 * REFIT_SHARE * len(frame))
+    first, second = frame.iloc[: len(frame) // 3], frame.iloc[len(frame) // 3 :]
+    model = make(cls).partial_fit(first)
+    model.partial_fit(second, refresh=refresh, new_classes=True)
+    assert model.last_update_.get("refit") is True
+    refit = make(cls).fit(CrowdData.from_frame(frame))
+    assert list(model.task_ids_) == list(refit.task_ids_)
+    np.testing.assert_array_equal(model.labels_, refit.labels_)
+    np.testing.assert_allclose(model.probas_, refit.probas_, rtol=0, atol=1e-12)
+    small = make(cls).partial_fit(frame.iloc[n_small:])
+    small.partial_fit(frame.iloc[:n_small], refresh=refresh)
+    assert "refit" not in small.last_update_

@@ -383,3 +383,51 @@ def test_aggregate_and_its_state_say_the_same_of_single_label_tasks(tmp_path):
     ).sum() == changed
     result = run("aggregate", path, "-s", "mv", "-o", tmp_path / "mv")
     assert result.exit_code == 0 and "with a single label" not in result.output
+
+
+def test_replay_never_replaces_a_batch_it_reads_as_seen(pool, tmp_path):
+    """--seen is an input: -o onto one of its batches is refused, even with --overwrite
+    (issue 43); a new batch beside them is the campaign loop and is written."""
+    labels = _first_round(pool, tmp_path)
+    saved = (labels / "round0.csv").read_bytes()
+    for seen in (labels, f"{labels}/*.csv", labels / "round0.csv"):
+        result = run("replay", pool, "--seen", seen, "-o", labels / "round0.csv", "--overwrite")
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "is the input" in lines[0], lines
+        assert (labels / "round0.csv").read_bytes() == saved
+    result = run("replay", pool, "--seen", labels, "-o", labels / "round1.csv")
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("glob", [False, True])
+def test_next_refuses_an_output_among_the_batches_it_reads(pool, tmp_path, glob):
+    """next labels/ -o labels/next.csv would make the next `next labels/` read its own
+    output as a batch of labels: refused in one line, nothing written (issue 43)."""
+    labels = _first_round(pool, tmp_path)
+    data = f"{labels}/*.csv" if glob else labels
+    result = run("next", data, "--budget", 5, "-o", labels / "next.csv")
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("crowdlearn: error: -o "), lines
+    assert "reads as batches" in lines[0]
+    assert sorted(p.name for p in labels.iterdir()) == ["round0.csv"]
+    # outside the folder, or not matching the glob, is fine
+    other = tmp_path / "next.csv" if not glob else labels / "next.parquet"
+    result = run("next", data, "--budget", 5, "-o", other)
+    assert result.exit_code == 0, result.output
+
+
+def test_a_file_output_that_is_a_link_is_followed(pool, tmp_path):
+    """-o LINK --overwrite writes the file the link names and keeps the link (issue 43:
+    the link used to be replaced by a regular file, the target left old)."""
+    real = tmp_path / "shared" / "batch.csv"
+    real.parent.mkdir()
+    real.write_text("task,worker,label\nold,old,old\n")
+    link = tmp_path / "batch.csv"
+    link.symlink_to(real)
+    result = run("replay", pool, "-o", link, "--overwrite")
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and link.resolve() == real.resolve()
+    assert len(pd.read_csv(real)) == 80 and "old" not in real.read_text()
+    assert sorted(p.name for p in real.parent.iterdir()) == ["batch.csv"]

@@ -11,6 +11,7 @@ the table).
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 
@@ -137,7 +138,29 @@ def input_files() -> dict[str, bytes | None]:
         "crowdflower-tainted.csv": (
             b"_unit_id,_worker_id,_tainted,c,t\n1,w1,false,a,s\n1,w2,?,b,s\n"
         ),
+        # ---- issue 43: state files and outputs
+        "s.state": _state_bytes(),
+        "late.csv": b"task,worker,label\nt1,w9,a\nt2,w9,b\n",
+        "labels/round0.csv": CSV_3.encode(),
     }
+
+
+@functools.lru_cache(maxsize=1)
+def _state_bytes() -> bytes:
+    """A state file of ``crowdlearn aggregate crowd.csv --state s.state -s mv``."""
+    import tempfile
+    from pathlib import Path
+
+    from crowdlearn import CrowdData
+    from crowdlearn.aggregation import MajorityVote, save_state
+
+    rows = [line.split(",") for line in CSV_3.strip().splitlines()[1:]]
+    crowd = CrowdData.from_arrays(*map(list, zip(*rows, strict=True)))
+    model = MajorityVote().partial_fit(crowd)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "s.state"
+        save_state(model, path, {"kind": "class", "columns": {}, "strategy": "mv"})
+        return path.read_bytes()
 
 
 @dataclass
@@ -1302,6 +1325,49 @@ CASES: list[Case] = [
         "mturk-no-worker-ids",
         ["aggregate", "mturk-anonymous.csv", "-s", "mv", "-o", "out"],
         "no answer is left to read",
+    ),
+    # ---- issue 43: state files and outputs
+    Case(
+        "aggregate-state-dangling-link",
+        ["aggregate", "late.csv", "--state", "link.state", "-o", "out"],
+        "a symbolic link to a missing path",
+        target=("link.state", "dangling"),
+    ),
+    Case(
+        "aggregate-state-cannot-be-replaced",
+        ["aggregate", "late.csv", "--state", "s.state", "-o", "out", OVER],
+        "cannot write s.state: Operation not permitted",
+        fault="state-immutable",
+        target=("out", "ours"),
+        notes="the outputs are rolled back: they and the state change together or not at all",
+    ),
+    Case(
+        "aggregate-state-read-only-folder",
+        ["aggregate", "late.csv", "--state", "s.state", "-o", "out"],
+        "cannot write s.state: Permission denied",
+        fault="state-folder-read-only",
+    ),
+    Case(
+        "aggregate-state-busy",
+        ["aggregate", "late.csv", "--state", "s.state", "-o", "out"],
+        "another crowdlearn update of this state is running",
+        fault="state-locked",
+    ),
+    Case(
+        "aggregate-state-changed-during-update",
+        ["aggregate", "late.csv", "--state", "s.state", "-o", "out"],
+        "changed while this update ran",
+        fault="state-changed",
+    ),
+    Case(
+        "replay-seen-batch-as-output",
+        ["replay", "crowd.csv", "--seen", "labels", "-o", "labels/round0.csv", OVER],
+        "is the input labels/round0.csv",
+    ),
+    Case(
+        "next-output-in-the-folder-it-reads",
+        ["next", "labels", "--budget", "1", "-o", "labels/next.csv"],
+        "reads as batches",
     ),
 ]
 

@@ -200,6 +200,49 @@ def _inject(fault: str, monkeypatch: pytest.MonkeyPatch) -> None:
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
         monkeypatch.setattr(shared_module, "open", FullDisk, raising=False)
+    # ---- issue 43: state files
+    elif fault == "state-immutable":  # the state cannot be replaced, its folder can
+        real_replace = os.replace
+
+        def replace(source, target, *args, **kwargs):
+            if os.path.basename(target) == "s.state":
+                raise PermissionError(errno.EPERM, os.strerror(errno.EPERM), str(target))
+            return real_replace(source, target, *args, **kwargs)
+
+        monkeypatch.setattr(os, "replace", replace)
+    elif fault == "state-folder-read-only":  # nothing can be created beside the state
+        real_open = os.open
+        here = os.getcwd()
+
+        def read_only_open(path, flags, *args, **kwargs):
+            if flags & os.O_CREAT and os.path.dirname(os.path.abspath(path)) == here:
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+            return real_open(path, flags, *args, **kwargs)
+
+        monkeypatch.setattr(os, "open", read_only_open)
+    elif fault == "state-locked":  # another update holds the state's lock
+        import fcntl
+
+        from crowdlearn._atomic import lock_path_of
+
+        lock = lock_path_of("s.state")
+        holder = open(lock, "w")  # closed by the restore below
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        monkeypatch.setenv("CROWDLEARN_STATE_WAIT", "0")
+
+        def release() -> None:
+            lock.unlink()
+            holder.close()
+
+        _RESTORE.append(release)
+    elif fault == "state-changed":  # a writer ignoring the lock rewrites the state
+        real_partial_fit = MajorityVote.partial_fit
+
+        def partial_fit(self, *args, **kwargs):
+            Path("s.state").write_bytes(Path("s.state").read_bytes())
+            return real_partial_fit(self, *args, **kwargs)
+
+        monkeypatch.setattr(MajorityVote, "partial_fit", partial_fit)
     else:  # pragma: no cover - a typo in the catalogue
         raise AssertionError(fault)
 

@@ -11,10 +11,12 @@ The policy lives here once, and every command that writes goes through :class:`O
 - targets that are not regular files or folders (``/dev/null``, FIFOs, sockets,
   devices, a symbolic link to a missing path) are always refused, and a file output
   onto an existing folder is refused even with ``--overwrite`` (replacing a whole
-  folder by a file is never what a user meant);
+  folder by a file is never what a user meant); a symbolic link to an existing file
+  or folder is followed: what it names is replaced, the link is kept;
 - a command declares what it reads (:meth:`Outputs.reads`): an input must be a regular
   file or a folder (a FIFO would block, ``/dev/zero`` never ends), and no target may
-  be an input or a folder holding one, with or without ``--overwrite``;
+  be an input or a folder holding one, with or without ``--overwrite``; a folder or
+  glob read as batches (:meth:`Outputs.reads_batches`) may hold no target;
 - every output folder gets a marker, ``.crowdlearn-output.json``, listing what the run
   wrote there; ``--overwrite`` replaces an existing non-empty folder only when it holds
   that marker and nothing the marker does not list, so it never removes a file that
@@ -31,12 +33,13 @@ The module imports only the standard library: ``crowdlearn --help`` imports it.
 from __future__ import annotations
 
 import errno
+import fnmatch
 import json
 import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -107,7 +110,9 @@ class _Target:
 
     def __init__(self, path: str, kind: str, option: str, optional: bool = False) -> None:
         self.name = path
-        self.path = Path(path)
+        #: where the output is written: a symbolic link to an existing file or folder
+        #: is followed (its target is replaced, the link kept), never replaced itself
+        self.path = _followed(Path(path))
         self.kind = kind
         self.option = option
         self.optional = optional
@@ -147,7 +152,36 @@ class Outputs:
         self.targets: list[_Target] = []
         #: (the path as given, its real path) of every input the command reads
         self.inputs: list[tuple[str, Path]] = []
+        #: (the source as given, its real folder, the glob pattern or None) of every
+        #: folder or glob of batches read as a whole (see :meth:`reads_batches`)
+        self.batch_sources: list[tuple[str, Path, str | None]] = []
+        #: called once every target is in place, before the old ones are deleted;
+        #: if it raises, every target is put back as it was (see :meth:`then`)
+        self._then: Callable[[], None] | None = None
         self.reads(*reads)
+
+    def then(self, action: Callable[[], None]) -> None:
+        """Run ``action`` at the end of the commit, with the outputs in place and the
+        old ones still kept aside: if it raises, the outputs are rolled back and the
+        error goes on. For a second file that must change together with the outputs
+        (``aggregate --state``: the state is replaced there, or nothing is)."""
+        self._then = action
+
+    def reads_batches(self, source: str) -> None:
+        """Declare a folder or glob of batches the command reads as one dataset: no
+        output may lie in that folder (or match that glob), where the next run of the
+        command would read it as one more batch."""
+        import glob as globbing
+
+        if os.path.isdir(source):
+            self.batch_sources.append((source, Path(os.path.realpath(source)), None))
+        elif globbing.has_magic(source):
+            folder = os.path.realpath(os.path.dirname(source) or ".")
+            self.batch_sources.append((source, Path(folder), os.path.basename(source)))
+        else:
+            return
+        for target in self.targets:
+            self._check_not_input(target)
 
     def reads(self, *paths: str | None) -> None:
         """Declare inputs of the command (``None`` entries are skipped).
@@ -174,6 +208,19 @@ class Outputs:
             if real == source:
                 raise ValueError(
                     f"{target.option} {target.name}: is the input {given}; give another path"
+                )
+        for given, folder, pattern in self.batch_sources:
+            inside_source = (
+                inside(real, folder)
+                if pattern is None
+                else real.parent == folder and fnmatch.fnmatch(real.name, pattern)
+            )
+            if inside_source:
+                where = "lies in the folder" if pattern is None else "matches"
+                raise ValueError(
+                    f"{target.option} {target.name}: {where} {given}, which this command "
+                    "reads as batches (the next run would read this output as one); give "
+                    "a path outside it"
                 )
 
     # ------------------------------------------------------------------ declaring
@@ -343,21 +390,32 @@ class Outputs:
                     continue
                 os.rename(current.staged, current.path)
         except OSError as error:
-            # Undo in reverse order: remove what was moved into place, put back the old.
-            for target in reversed(done):
-                if _staged_moved(target):
-                    _remove(target.path)
-                if target.old is not None:
-                    os.rename(target.old / "previous", target.path)
-                    shutil.rmtree(target.old, ignore_errors=True)
-                    target.old = None
+            self._undo(done)
             raise OutputError(current.name, error) from error
+        if self._then is not None:
+            try:
+                self._then()
+            except BaseException:
+                self._undo(done)
+                raise
         for target in self.targets:
             if target.old is not None:
                 shutil.rmtree(target.old, ignore_errors=True)
             if target.kind == "file" and target.staging_dir is not None:
                 shutil.rmtree(target.staging_dir, ignore_errors=True)
             target.staging_dir = None
+
+    @staticmethod
+    def _undo(done: list[_Target]) -> None:
+        """Undo a commit in reverse order: remove what was moved into place, put back
+        the old."""
+        for target in reversed(done):
+            if _staged_moved(target):
+                _remove(target.path)
+            if target.old is not None:
+                os.rename(target.old / "previous", target.path)
+                shutil.rmtree(target.old, ignore_errors=True)
+                target.old = None
 
     def _write_marker(self, folder: _Target) -> None:
         """List in ``folder``'s marker what this run writes there: its staged entries and
@@ -387,6 +445,14 @@ class Outputs:
                 except OSError:
                     break
             target.created_parents = []
+
+
+def _followed(path: Path) -> Path:
+    """``path``, or the real path of what it names when it is a symbolic link to an
+    existing file or folder (a dangling link stays as it is: it is refused)."""
+    if os.path.islink(path) and os.path.exists(path):
+        return Path(os.path.realpath(path))
+    return path
 
 
 def _is_empty(folder: Path) -> bool:

@@ -199,6 +199,8 @@ def next_command(
         raise click.UsageError("give DATA (the labels so far) or --state FILE, not both")
     reads = [state] if state is not None else input_paths(str(data))
     outputs = Outputs(overwrite, reads=[*reads, features])
+    if data is not None:  # -o in the folder of batches: the next run would read it
+        outputs.reads_batches(str(data))
     target = outputs.file(output)
     if state is not None:
         crowd, model = _from_state(state, strategy)
@@ -340,7 +342,9 @@ def replay(
     aggregate` read without options.
     """
     _check_table_path(output, "-o")
-    outputs = Outputs(overwrite, reads=[*input_paths(pool), requests])
+    seen_files = input_paths(seen) if seen is not None else []
+    # the batches already collected are inputs: -o may not replace one of them
+    outputs = Outputs(overwrite, reads=[*input_paths(pool), requests, *seen_files])
     target = outputs.file(output)
     _require_classes(
         pool,
