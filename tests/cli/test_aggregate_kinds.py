@@ -243,3 +243,15 @@ def test_ratings_of_1e308_give_finite_values_and_strict_json(tmp_path, strategy)
     text = (tmp_path / "out" / "workers.json").read_text()
     assert "Infinity" not in text and "NaN" not in text  # strict JSON: null instead
     json.loads(text)
+
+
+def test_a_text_tie_label_beside_integer_items_from_the_cli(tmp_path):
+    """Items 1, 2, 3 are read as integers; the labels beside ``tie`` as text: both used
+    to be refused ("the label ['1', '2'] is neither the left nor the right item")."""
+    path = tmp_path / "pairs.csv"
+    path.write_text("worker,left,right,label\nw1,1,2,1\nw2,1,2,tie\nw1,2,3,2\n")
+    result = run("aggregate", path, "--tie", "tie", "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    assert "ties=1" in result.output
+    scores = pd.read_csv(tmp_path / "out" / "scores.csv")
+    assert scores["item"].tolist() == [1, 2, 3]

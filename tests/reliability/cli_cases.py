@@ -96,6 +96,8 @@ def input_files() -> dict[str, bytes | None]:
         "crowd.parquet": _parquet(
             {"task": ["t1", "t1", "t2"], "worker": ["w1", "w2", "w1"], "label": ["a", "b", "a"]}
         ),
+        # ---- issue 43: answer kinds
+        "pairs.csv": b"worker,left,right,label\nw1,a,b,a\nw2,a,b,tie\nw1,b,c,b\n",
     }
 
 
@@ -1220,6 +1222,12 @@ CASES: list[Case] = [
     ),
     Case(
         "bench-out-is-a-file", ["bench", "labelme", "--out", "res"], "res", target=("res", "file")
+    ),
+    # ---- issue 43: answer kinds
+    Case(
+        "aggregate-tie-label-is-an-item",
+        ["aggregate", "pairs.csv", "--tie", "a", "-o", "out"],
+        "the tie label 'a' is also an item",
     ),
 ]
 
