@@ -21,8 +21,8 @@ Long answers (tables over :data:`SMALL_TABLE` cells) fill the same table one row
 time with numpy and keep only every ``sqrt(n)``-th row, refilling one stretch of rows at
 a time for the backtrace: the same networks, in memory proportional to ``m * sqrt(n)``
 (a 20,000-word transcription against another: about 6 s and 25 MB on one core, where a
-table of Python lists took several GB); a table over :data:`MAX_CELLS` cells (texts of about 46,000 words) is
-refused with one error naming the task.
+table of Python lists took several GB); a table over :data:`MAX_CELLS` cells (texts of
+about 46,000 words) is refused with one error naming the task.
 
 **Vote** (the paper's equation (1) with alpha = 1: frequency only, no confidence
 scores). In each slot the word given by the most answers wins, the null word counted
