@@ -203,3 +203,26 @@ def test_a_png_of_ordinary_size_is_still_read(tmp_path) -> None:
 
     write_mask(tmp_path / "m.png", A)
     np.testing.assert_array_equal(read_mask(tmp_path / "m.png"), A)
+
+
+def test_a_npy_declaring_more_than_it_holds_is_refused_before_allocating(tmp_path) -> None:
+    """A .npy header declaring 400000 x 400000 values over 64 bytes used to be allocated
+    first (149 GiB: "not enough memory", no file named)."""
+    import io
+    import tracemalloc
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "|b1", "fortran_order": False, "shape": (400_000, 400_000)}
+    )
+    (tmp_path / "t1").mkdir()
+    (tmp_path / "t1" / "w1.npy").write_bytes(header.getvalue() + b"\x00" * 64)
+    masks = Masks.from_folder(tmp_path)
+    tracemalloc.start()
+    try:
+        with pytest.raises(CrowdDataError, match=r"w1\.npy: the array declares shape"):
+            masks.task_masks(0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * 2**20

@@ -67,6 +67,17 @@ def _png_header_only(width: int, height: int) -> bytes:
     )
 
 
+def _npy_header_only(shape: tuple[int, ...]) -> bytes:
+    """A .npy header declaring a bool array of ``shape``, followed by 64 bytes."""
+    import io
+
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        buffer, {"descr": "|b1", "fortran_order": False, "shape": shape}
+    )
+    return buffer.getvalue() + b"\x00" * 64
+
+
 def input_files() -> dict[str, bytes | None]:
     """Name -> content of the inputs (None: an empty folder)."""
     import datetime as dt
@@ -119,6 +130,7 @@ def input_files() -> dict[str, bytes | None]:
         "pairs.csv": b"worker,left,right,label\nw1,a,b,a\nw2,a,b,tie\nw1,b,c,b\n",
         "bomb/t1/w1.png": _png_header_only(40_000, 40_000),
         "bomb/t1/w2.png": _png_header_only(40_000, 40_000),
+        "npybomb/t1/w1.npy": _npy_header_only((400_000, 400_000)),
     }
 
 
@@ -1255,6 +1267,11 @@ CASES: list[Case] = [
         ["aggregate", "bomb", "--kind", "mask", "-o", "out"],
         "bomb/t1/w1.png: the image declares 40000 x 40000 pixels",
         skip_if="PIL",
+    ),
+    Case(
+        "aggregate-mask-npy-declaring-too-much",
+        ["aggregate", "npybomb", "--kind", "mask", "-o", "out"],
+        "npybomb/t1/w1.npy: the array declares shape (400000, 400000)",
     ),
 ]
 

@@ -67,7 +67,10 @@ def read_mask(path: str | os.PathLike[str]) -> np.ndarray:
     suffix = path.suffix.lower()
     if suffix == ".npy":
         try:
+            _check_npy_size(path)
             array = np.load(path, allow_pickle=False)
+        except CrowdDataError:
+            raise
         except (ValueError, OSError, EOFError) as exc:
             raise CrowdDataError(f"{path}: not a .npy array ({exc})") from None
         return as_mask(array, str(path))
@@ -95,6 +98,29 @@ def read_mask(path: str | os.PathLike[str]) -> np.ndarray:
             array = array.any(axis=2)
         return as_mask(array, str(path))
     raise CrowdDataError(f"{path}: masks are .npy or .png files, not {suffix or 'no suffix'}")
+
+
+def _check_npy_size(path: Path) -> None:
+    """Refuse a ``.npy`` file whose header declares more data than the file holds (a
+    few bytes declaring 40000 x 40000 values would otherwise be allocated first)."""
+    with open(path, "rb") as handle:
+        version = np.lib.format.read_magic(handle)
+        read_header = (
+            np.lib.format.read_array_header_1_0
+            if version == (1, 0)
+            else np.lib.format.read_array_header_2_0
+        )
+        shape, _, dtype = read_header(handle)
+        offset = handle.tell()
+    if dtype.hasobject:
+        return  # np.load refuses it (allow_pickle=False)
+    declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    held = path.stat().st_size - offset
+    if declared > held:
+        raise CrowdDataError(
+            f"{path}: the array declares shape {tuple(shape)} ({declared:,} bytes) but the "
+            f"file holds {held:,} bytes"
+        )
 
 
 def _too_many_pixels(path: Path, limit: int | None) -> str:
