@@ -254,3 +254,6 @@ def test_too_long_an_alignment_is_refused_in_one_error(monkeypatch):
     data = Texts.from_arrays(["t", "t"], ["a", "b"], [" ".join(["x"] * 200)] * 2)
     with pytest.raises(CrowdDataError, match=r"task 't': aligning an answer of 200 words"):
         ROVER().fit(data)
+    numbered = Texts.from_arrays([7, 7], ["a", "b"], [" ".join(["x"] * 200)] * 2)
+    with pytest.raises(CrowdDataError, match=r"^task 7: aligning"):
+        WeightedROVER().fit(numbered)

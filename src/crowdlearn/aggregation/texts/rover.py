@@ -291,7 +291,7 @@ class SlotVotes:
                 slots = word_network(coded[start : start + count])
             except AlignmentTooLarge as error:
                 raise CrowdDataError(
-                    f"task {data.task_ids[t]!r}: aligning an answer of {error.n_words:,} "
+                    f"task {data.task_ids[t : t + 1].tolist()[0]!r}: aligning an answer of {error.n_words:,} "
                     f"words with the {error.n_slots:,} word slots of the task's other "
                     f"answers takes a table of more than {MAX_CELLS:,} cells (texts of "
                     "about 46,000 words); split such long texts into shorter tasks"
