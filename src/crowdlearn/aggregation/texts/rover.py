@@ -290,8 +290,9 @@ class SlotVotes:
             try:
                 slots = word_network(coded[start : start + count])
             except AlignmentTooLarge as error:
+                task_id = data.task_ids[t : t + 1].tolist()[0]
                 raise CrowdDataError(
-                    f"task {data.task_ids[t : t + 1].tolist()[0]!r}: aligning an answer of {error.n_words:,} "
+                    f"task {task_id!r}: aligning an answer of {error.n_words:,} "
                     f"words with the {error.n_slots:,} word slots of the task's other "
                     f"answers takes a table of more than {MAX_CELLS:,} cells (texts of "
                     "about 46,000 words); split such long texts into shorter tasks"
