@@ -106,3 +106,54 @@ def test_a_coco_document_with_an_annotator_field_is_read(tmp_path):
     result = run("aggregate", path, "--kind", "box", "-o", tmp_path / "bad")
     assert result.exit_code == 2 and "rows [1] have x_max < x_min" in result.stderr
     assert not (tmp_path / "bad").exists()
+
+
+# ---- issue 43: answer kinds
+
+
+def test_a_class_column_is_the_class_of_the_boxes(tmp_path):
+    """The layout the answer-kinds issue named (``class``, as boxes.csv writes it) used to
+    be refused ("missing column(s) label")."""
+    path = tmp_path / "boxes.csv"
+    path.write_text(CSV.replace(",label,", ",class,"))
+    result = run("aggregate", path, "--kind", "box", "-s", "majority", "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    same = tmp_path / "label.csv"
+    same.write_text(CSV)
+    assert run("aggregate", same, "--kind", "box", "-s", "majority", "-o", tmp_path / "ref")
+    for name in ("boxes.csv", "workers.json"):
+        assert (tmp_path / "out" / name).read_text() == (tmp_path / "ref" / name).read_text()
+
+
+def test_huge_coordinates_give_boxes_and_no_overflow_warning(tmp_path):
+    """The sweep's case: exit 0 with an empty boxes.csv and overflow warnings only."""
+    path = tmp_path / "big.csv"
+    path.write_text(
+        "task,worker,label,x_min,y_min,x_max,y_max\n"
+        "i1,w1,cat,-1e308,-1e308,1e308,1e308\n"
+        "i1,w2,cat,-0.9e308,-1e308,1e308,0.9e308\n"
+        "i1,w3,cat,-1e308,-0.8e308,1.1e308,1e308\n"
+    )
+    result = run("aggregate", path, "--kind", "box", "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    assert "warning" not in result.stderr
+    table = pd.read_csv(tmp_path / "out" / "boxes.csv")
+    assert len(table) == 1 and table["x_min"][0] < -0.9e308 and table["x_max"][0] > 1e308
+
+
+def test_zero_area_boxes_are_counted_in_one_warning(tmp_path):
+    path = tmp_path / "zero.csv"
+    path.write_text(
+        "task,worker,label,x_min,y_min,x_max,y_max\n"
+        "i1,w1,cat,5,5,5,5\ni1,w2,cat,5,5,5,5\ni1,w3,cat,5,5,5,5\n"
+        "i2,w1,cat,0,0,10,10\ni2,w2,cat,0,0,10,0\ni2,w3,cat,1,1,10,10\n"
+    )
+    result = run("aggregate", path, "--kind", "box", "-s", "majority", "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if "warning" in line]
+    assert warnings == [
+        "crowdlearn: warning: 4 boxes of zero area (x_min == x_max or y_min == y_max) at "
+        "rows [0, 1, 2, 4] left out; their workers still count as having seen the task"
+    ]
+    table = pd.read_csv(tmp_path / "out" / "boxes.csv")
+    assert table["task"].tolist() == ["i2"]  # 2 of the 3 workers who saw i2 drew it

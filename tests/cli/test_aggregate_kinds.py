@@ -220,3 +220,38 @@ def test_simulated_kinds_are_written_and_read_back(tmp_path, strategy, args, kin
     assert written.read_bytes() == (tmp_path / "again" / written.name).read_bytes()
     aggregated = run("aggregate", written, "--kind", kind, *options, "-o", tmp_path / "agg")
     assert aggregated.exit_code == 0, aggregated.output
+
+
+# ---- issue 43: answer kinds
+
+
+@pytest.mark.parametrize("strategy", sorted(set(ratings.STRATEGIES) - {"ordinal-ds"}))
+def test_ratings_of_1e308_give_finite_values_and_strict_json(tmp_path, strategy):
+    """The sweep's case: ratings near the largest float used to exit 0 with an empty
+    value for every task (their sums and squares overflowed)."""
+    path = tmp_path / "huge.csv"
+    path.write_text(
+        "task,worker,label\nt1,w1,1e308\nt1,w2,1.5e308\nt1,w3,0.9e308\n"
+        "t2,w1,1e308\nt2,w2,1.2e308\nt2,w3,1.1e308\n"
+    )
+    result = run("aggregate", path, "--kind", "rating", "-s", strategy, "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    assert "warning" not in result.stderr
+    labels = pd.read_csv(tmp_path / "out" / "labels.csv")
+    assert np.all(np.isfinite(labels["value"])) and np.all(np.isfinite(labels["spread"]))
+    assert labels["value"].between(0.9e308, 1.5e308).all()
+    text = (tmp_path / "out" / "workers.json").read_text()
+    assert "Infinity" not in text and "NaN" not in text  # strict JSON: null instead
+    json.loads(text)
+
+
+def test_a_text_tie_label_beside_integer_items_from_the_cli(tmp_path):
+    """Items 1, 2, 3 are read as integers; the labels beside ``tie`` as text: both used
+    to be refused ("the label ['1', '2'] is neither the left nor the right item")."""
+    path = tmp_path / "pairs.csv"
+    path.write_text("worker,left,right,label\nw1,1,2,1\nw2,1,2,tie\nw1,2,3,2\n")
+    result = run("aggregate", path, "--tie", "tie", "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    assert "ties=1" in result.output
+    scores = pd.read_csv(tmp_path / "out" / "scores.csv")
+    assert scores["item"].tolist() == [1, 2, 3]

@@ -149,3 +149,80 @@ def test_bad_rle_is_one_error() -> None:
     bad = Masks.from_rle(["t"], ["w"], [{"size": [2, 2]}])
     with pytest.raises(CrowdDataError, match="not a COCO RLE"):
         bad.task_masks(0)
+
+
+# ---- issue 43: decompression bombs
+
+
+def tiny_png(width: int, height: int) -> bytes:
+    """A valid PNG signature and IHDR declaring ``width x height`` 1-bit pixels, with a
+    few bytes of image data (the pixels are never allocated)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\x00" * 64))
+        + chunk(b"IEND", b"")
+    )
+
+
+@pytest.mark.parametrize("side", [40_000, 10_000])  # above Pillow's error / warning limit
+def test_a_png_declaring_a_huge_image_is_refused_before_decoding(tmp_path, side) -> None:
+    """A 69-byte PNG declaring 40000 x 40000 pixels used to end in Pillow's
+    DecompressionBombError (exit 70 on the command line); one above the warning limit
+    only in its warning."""
+    import tracemalloc
+    import warnings
+
+    pytest.importorskip("PIL")
+    (tmp_path / "t1").mkdir()
+    (tmp_path / "t1" / "w1.png").write_bytes(tiny_png(side, side))
+    masks = Masks.from_folder(tmp_path)
+    tracemalloc.start()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no DecompressionBombWarning either
+            with pytest.raises(CrowdDataError, match=rf"w1\.png: the image declares {side} x"):
+                masks.task_masks(0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * 2**20  # nothing near the declared pixels was allocated
+
+
+def test_a_png_of_ordinary_size_is_still_read(tmp_path) -> None:
+    pytest.importorskip("PIL")
+    from crowdlearn.data.masks import read_mask, write_mask
+
+    write_mask(tmp_path / "m.png", A)
+    np.testing.assert_array_equal(read_mask(tmp_path / "m.png"), A)
+
+
+def test_a_npy_declaring_more_than_it_holds_is_refused_before_allocating(tmp_path) -> None:
+    """A .npy header declaring 400000 x 400000 values over 64 bytes used to be allocated
+    first (149 GiB: "not enough memory", no file named)."""
+    import io
+    import tracemalloc
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "|b1", "fortran_order": False, "shape": (400_000, 400_000)}
+    )
+    (tmp_path / "t1").mkdir()
+    (tmp_path / "t1" / "w1.npy").write_bytes(header.getvalue() + b"\x00" * 64)
+    masks = Masks.from_folder(tmp_path)
+    tracemalloc.start()
+    try:
+        with pytest.raises(CrowdDataError, match=r"w1\.npy: the array declares shape"):
+            masks.task_masks(0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * 2**20

@@ -31,3 +31,25 @@ def test_scores_are_aligned_bounded_and_flag_the_sloppy_workers():
         np.isnan(tasks["unmatched"][empty]).all()
         and not np.isnan(tasks["unmatched"][~empty]).any()
     )
+
+
+# ---- issue 43: boxes in huge units
+
+
+def test_scores_of_boxes_near_the_largest_float_are_those_of_ordinary_boxes():
+    """Corners near 1e308 used to end in an IndexError (exit 70 on the command line)."""
+    import numpy as np
+
+    from crowdlearn.data import Boxes
+    from crowdlearn.identify.boxes import task_scores, worker_scores
+    from crowdlearn.simulate.boxes import simulate_boxes
+
+    data = simulate_boxes(n_tasks=20, n_workers=5, random_state=1)
+    huge = Boxes(
+        data.task, data.worker, data.label, np.ldexp(data.coords, 1000),
+        task_ids=data.task_ids, worker_ids=data.worker_ids, classes=data.classes,
+    )  # fmt: skip
+    for scores in (worker_scores, task_scores):
+        ordinary, scaled = scores(data), scores(huge)
+        for name, values in ordinary.items():
+            np.testing.assert_allclose(scaled[name], values, rtol=1e-9, err_msg=name)

@@ -76,3 +76,28 @@ def test_degenerate_and_wrong_inputs():
     np.testing.assert_allclose(tasks["spread"], [0.0, 0.0, np.nan])
     with pytest.raises(TypeError, match="Ratings"):
         worker_scores(CrowdData.from_arrays(["a"], ["w"], ["x"]))
+
+
+# ---- issue 43: ratings in huge or tiny units
+
+
+@pytest.mark.parametrize("exponent", [1000, -1000])
+def test_scores_of_huge_or_tiny_ratings_are_the_scaled_scores(exponent):
+    """Ratings near 1e308 used to give an infinite spread and no worker score."""
+    import numpy as np
+
+    from crowdlearn.data import Ratings
+    from crowdlearn.identify.ratings import task_scores, worker_scores
+    from crowdlearn.simulate.ratings import simulate_ratings
+
+    data = simulate_ratings(n_tasks=30, n_workers=5, random_state=4)
+    scaled = Ratings(
+        data.task, data.worker, np.ldexp(data.value, exponent),
+        n_tasks=data.n_tasks, worker_ids=data.worker_ids,
+    )  # fmt: skip
+    for scores, units in ((worker_scores, ("bias", "mae_to_consensus", "noise")),
+                          (task_scores, ("spread", "range"))):  # fmt: skip
+        ordinary, huge = scores(data), scores(scaled)
+        for name, values in ordinary.items():
+            expected = np.ldexp(values, exponent) if name in units else values
+            np.testing.assert_allclose(huge[name], expected, rtol=1e-9, err_msg=name)

@@ -51,3 +51,22 @@ def test_corpus_wer_counts_edits_over_reference_words():
         word_error_rate(["a"], [None])
     with pytest.raises(ValueError, match="length"):
         word_error_rate(["a", "b"], ["a"])
+
+
+# ---- issue 43: long transcriptions
+
+
+def test_long_edit_distances_match_the_plain_table(monkeypatch):
+    """Above ``_LONG`` cells the table is filled by rows of numpy: the same distances."""
+    import numpy as np
+
+    from crowdlearn.metrics import _text
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        a = [str(x) for x in rng.integers(int(rng.integers(2, 20)), size=rng.integers(0, 120))]
+        b = [str(x) for x in rng.integers(int(rng.integers(2, 20)), size=rng.integers(0, 120))]
+        monkeypatch.setattr(_text, "_LONG", 10**12)
+        plain = _text.edit_distance(a, b)
+        monkeypatch.setattr(_text, "_LONG", 0)
+        assert _text.edit_distance(a, b) == plain

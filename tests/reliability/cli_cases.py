@@ -49,6 +49,36 @@ def _parquet(columns: dict) -> bytes:
     return buffer.getvalue()
 
 
+def _png_header_only(width: int, height: int) -> bytes:
+    """A PNG whose IHDR declares ``width x height`` 1-bit pixels, with 64 bytes of image
+    data: a decompression bomb of 69 bytes."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\x00" * 64))
+        + chunk(b"IEND", b"")
+    )
+
+
+def _npy_header_only(shape: tuple[int, ...]) -> bytes:
+    """A .npy header declaring a bool array of ``shape``, followed by 64 bytes."""
+    import io
+
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        buffer, {"descr": "|b1", "fortran_order": False, "shape": shape}
+    )
+    return buffer.getvalue() + b"\x00" * 64
+
+
 def input_files() -> dict[str, bytes | None]:
     """Name -> content of the inputs (None: an empty folder)."""
     import datetime as dt
@@ -142,6 +172,11 @@ def input_files() -> dict[str, bytes | None]:
         "s.state": _state_bytes(),
         "late.csv": b"task,worker,label\nt1,w9,a\nt2,w9,b\n",
         "labels/round0.csv": CSV_3.encode(),
+        # ---- issue 43: answer kinds
+        "pairs.csv": b"worker,left,right,label\nw1,a,b,a\nw2,a,b,tie\nw1,b,c,b\n",
+        "bomb/t1/w1.png": _png_header_only(40_000, 40_000),
+        "bomb/t1/w2.png": _png_header_only(40_000, 40_000),
+        "npybomb/t1/w1.npy": _npy_header_only((400_000, 400_000)),
     }
 
 
@@ -1368,6 +1403,23 @@ CASES: list[Case] = [
         "next-output-in-the-folder-it-reads",
         ["next", "labels", "--budget", "1", "-o", "labels/next.csv"],
         "reads as batches",
+    ),
+    # ---- issue 43: answer kinds
+    Case(
+        "aggregate-tie-label-is-an-item",
+        ["aggregate", "pairs.csv", "--tie", "a", "-o", "out"],
+        "the tie label 'a' is also an item",
+    ),
+    Case(
+        "aggregate-mask-png-decompression-bomb",
+        ["aggregate", "bomb", "--kind", "mask", "-o", "out"],
+        "bomb/t1/w1.png: the image declares 40000 x 40000 pixels",
+        skip_if="PIL",
+    ),
+    Case(
+        "aggregate-mask-npy-declaring-too-much",
+        ["aggregate", "npybomb", "--kind", "mask", "-o", "out"],
+        "npybomb/t1/w1.npy: the array declares shape (400000, 400000)",
     ),
 ]
 

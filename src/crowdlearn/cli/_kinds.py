@@ -10,6 +10,7 @@ and its tables written all-or-nothing by the caller's :class:`~crowdlearn.cli._o
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -87,12 +88,25 @@ def make(kind: str, spec: str, params: dict[str, str]) -> Any:
 
 
 def _workers(model: Any, data: Any) -> dict[str, dict[str, Any]]:
+    """workers.json: each worker attribute by worker id, in strict JSON (a number that is
+    not finite, e.g. the variance of a worker rating in units near 1e308, is null)."""
     ids = [str(w) for w in data.worker_ids.tolist()]
     return {
-        attribute.rstrip("_"): dict(zip(ids, _jsonable(getattr(model, attribute)), strict=True))
+        attribute.rstrip("_"): dict(
+            zip(ids, _finite_or_null(_jsonable(getattr(model, attribute))), strict=True)
+        )
         for attribute in getattr(model, "worker_attributes", ())
         if hasattr(model, attribute)
     }
+
+
+def _finite_or_null(value: Any) -> Any:
+    """``value`` (nested lists of numbers) with every NaN or infinite float as None."""
+    if isinstance(value, list):
+        return [_finite_or_null(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def tables(kind: str, model: Any, data: Any) -> dict[str, Any]:

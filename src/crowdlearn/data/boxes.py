@@ -10,7 +10,10 @@ A worker who saw a task and drew nothing is one row whose four coordinates are a
 missing (NaN) and whose class is missing: its class code is ``-1``. These rows count
 when an aggregator asks how many workers saw a task (an object seen by one worker of
 three is not one seen by one worker of one). A row with some but not all coordinates
-missing, or with an infinite coordinate, is an error naming its rows.
+missing, or with an infinite coordinate, is an error naming its rows. A box of zero
+area (``x_min == x_max`` or ``y_min == y_max``) is left out with a
+:class:`~crowdlearn.data.CrowdDataWarning` saying how many: its row becomes "saw the task,
+drew nothing".
 
 The truth, where known, is a table of true boxes (:attr:`Boxes.truth`, a DataFrame
 with columns ``task`` (code), ``class`` (code), ``x_min``, ``y_min``, ``x_max``,
@@ -20,6 +23,7 @@ when unknown.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,7 +32,7 @@ import pandas as pd
 
 from crowdlearn.data._ids import factorize
 from crowdlearn.data._kinds import TaskKindData, check_codes, frame_column, id_axis, readonly
-from crowdlearn.data.errors import CrowdDataError, show
+from crowdlearn.data.errors import CrowdDataError, CrowdDataWarning, show
 
 #: The coordinate columns, in order.
 COORDINATES = ("x_min", "y_min", "x_max", "y_max")
@@ -131,6 +135,7 @@ class Boxes(TaskKindData):
         if len(task) == 0:
             raise CrowdDataError("empty data: there are no annotations")
         drawn = ~np.isnan(coords[:, 0])
+        coords, label, drawn = _without_zero_area(coords, label, drawn)
         n_classes = (
             len(classes)
             if classes is not None
@@ -344,6 +349,33 @@ class Boxes(TaskKindData):
             f"n_classes={self.n_classes}, n_boxes={self.n_boxes}, "
             f"n_annotations={self.n_annotations}{extras})"
         )
+
+
+def _without_zero_area(
+    coords: np.ndarray, label: np.ndarray, drawn: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Boxes of zero area (``x_min == x_max`` or ``y_min == y_max``: a click, not a
+    drag) are left out with one warning saying how many: their rows become "saw the task,
+    drew nothing" (all coordinates missing, class -1), so their workers still count as
+    having seen the task. Such a box has IoU 0 with every box and could only ever form a
+    candidate object of its own."""
+    zero = np.flatnonzero(
+        drawn & ((coords[:, 2] == coords[:, 0]) | (coords[:, 3] == coords[:, 1]))
+    )
+    if not zero.size:
+        return coords, label, drawn
+    warnings.warn(
+        f"{zero.size} box{'es' if zero.size > 1 else ''} of zero area (x_min == x_max or "
+        f"y_min == y_max) at rows {show(zero)} left out; their workers still count as "
+        "having seen the task",
+        CrowdDataWarning,
+        stacklevel=4,
+    )
+    coords, label, drawn = coords.copy(), label.copy(), drawn.copy()
+    coords[zero] = np.nan
+    label[zero] = -1
+    drawn[zero] = False
+    return coords, label, drawn
 
 
 def _numbers(column: pd.Series, name: str) -> np.ndarray:

@@ -147,7 +147,9 @@ class Comparisons(KindData):
         codes, item_ids = factorize(both, "item", item_ids)
         n = len(left_arr)
         left_codes, right_codes = codes[:n], codes[n:]
-        ties = np.zeros(n, dtype=bool) if tie is None else (label_arr == tie)
+        if tie is not None:
+            _check_tie_is_no_item(tie, item_ids)
+        ties = np.zeros(n, dtype=bool) if tie is None else _is_tie(label_arr, tie)
         winner = np.full(n, -1, dtype=np.int32)
         is_left = _same(label_arr, left_arr) & ~ties
         is_right = _same(label_arr, right_arr) & ~ties
@@ -238,10 +240,36 @@ class Comparisons(KindData):
         )
 
 
+def _check_tie_is_no_item(tie: Any, item_ids: np.ndarray) -> None:
+    """Refuse a tie label that is also an item's id (or spelled like one: ``"1"`` and the
+    item ``1``): a label equal to it would mean both a win of that item and a tie."""
+    spelled = str(tie)
+    clash = [item for item in item_ids.tolist() if item == tie or str(item) == spelled]
+    if clash:
+        raise CrowdDataError(
+            f"the tie label {tie!r} is also an item ({clash[0]!r}): a label {spelled} would "
+            "mean both that item won and a tie; declare a tie label that names no item"
+        )
+
+
+def _is_tie(label: np.ndarray, tie: Any) -> np.ndarray:
+    """The labels equal to ``tie``, or spelled like it (the command line's ``--tie 0`` is
+    text; a column of labels 0, 1, 2 is read as integers)."""
+    spelled = str(tie)
+    return np.fromiter((x == tie or str(x) == spelled for x in label.tolist()), bool, len(label))
+
+
 def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.dtype == object or b.dtype == object:
+    """Where ``a`` equals ``b``; where the two differ in type, where they are spelled
+    alike (labels read as text beside integer items: ``"1"`` names the item ``1``)."""
+    if a.dtype == object or b.dtype == object or a.dtype.kind != b.dtype.kind:
         return np.fromiter(
-            (x == y for x, y in zip(a.tolist(), b.tolist(), strict=True)), bool, len(a)
+            (
+                x == y or (type(x) is not type(y) and str(x) == str(y))
+                for x, y in zip(a.tolist(), b.tolist(), strict=True)
+            ),
+            bool,
+            len(a),
         )
     return a == b
 

@@ -20,7 +20,9 @@ or ``.`` are not tasks) and every ``.npy`` or ``.png`` file in it is a worker's 
 (named by the file's stem). A ``.npy`` file holds a 2-D array (bool, or numbers:
 nonzero is foreground; read with ``allow_pickle=False``); a ``.png`` file is read with
 Pillow (not a dependency of crowdlearn: ``pip install pillow``), any nonzero channel
-is foreground. A folder holds one format (the command line writes its results in it).
+is foreground; a PNG whose header declares more pixels than Pillow's
+``MAX_IMAGE_PIXELS`` (a decompression bomb) is refused before any pixel is decoded.
+A folder holds one format (the command line writes its results in it).
 The truth, where known, is one mask per task (``None`` where unknown), loaded lazily
 by :meth:`Masks.truth_mask`.
 """
@@ -28,6 +30,8 @@ by :meth:`Masks.truth_mask`.
 from __future__ import annotations
 
 import os
+import struct
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -63,7 +67,10 @@ def read_mask(path: str | os.PathLike[str]) -> np.ndarray:
     suffix = path.suffix.lower()
     if suffix == ".npy":
         try:
+            _check_npy_size(path)
             array = np.load(path, allow_pickle=False)
+        except CrowdDataError:
+            raise
         except (ValueError, OSError, EOFError) as exc:
             raise CrowdDataError(f"{path}: not a .npy array ({exc})") from None
         return as_mask(array, str(path))
@@ -75,15 +82,61 @@ def read_mask(path: str | os.PathLike[str]) -> np.ndarray:
                 f"{path}: reading PNG masks needs Pillow (pip install pillow); "
                 "or save the masks as .npy files"
             ) from None
+        bombs = (Image.DecompressionBombError, Image.DecompressionBombWarning)
         try:
-            with Image.open(path) as image:
-                array = np.asarray(image)
+            with warnings.catch_warnings():
+                # Pillow warns above MAX_IMAGE_PIXELS and refuses above twice that: both
+                # are refused here, before any pixel is decoded
+                warnings.simplefilter("error", Image.DecompressionBombWarning)
+                with Image.open(path) as image:
+                    array = np.asarray(image)
+        except bombs:
+            raise CrowdDataError(_too_many_pixels(path, Image.MAX_IMAGE_PIXELS)) from None
         except (UnidentifiedImageError, OSError, ValueError) as exc:
             raise CrowdDataError(f"{path}: not a PNG image ({exc})") from None
         if array.ndim == 3:
             array = array.any(axis=2)
         return as_mask(array, str(path))
     raise CrowdDataError(f"{path}: masks are .npy or .png files, not {suffix or 'no suffix'}")
+
+
+def _check_npy_size(path: Path) -> None:
+    """Refuse a ``.npy`` file whose header declares more data than the file holds (a
+    few bytes declaring 40000 x 40000 values would otherwise be allocated first)."""
+    with open(path, "rb") as handle:
+        version = np.lib.format.read_magic(handle)
+        read_header = (
+            np.lib.format.read_array_header_1_0
+            if version == (1, 0)
+            else np.lib.format.read_array_header_2_0
+        )
+        shape, _, dtype = read_header(handle)
+        offset = handle.tell()
+    if dtype.hasobject:
+        return  # np.load refuses it (allow_pickle=False)
+    declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    held = path.stat().st_size - offset
+    if declared > held:
+        raise CrowdDataError(
+            f"{path}: the array declares shape {tuple(shape)} ({declared:,} bytes) but the "
+            f"file holds {held:,} bytes"
+        )
+
+
+def _too_many_pixels(path: Path, limit: int | None) -> str:
+    """The refusal of a PNG whose header declares more pixels than Pillow's limit (a
+    decompression bomb: a few bytes that would inflate to gigabytes)."""
+    size = ""
+    with open(path, "rb") as handle:
+        head = handle.read(24)
+    if head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR":
+        width, height = struct.unpack(">II", head[16:24])
+        size = f" declares {width} x {height} pixels,"
+    return (
+        f"{path}: the image{size} more than the {limit:,} pixels a PNG mask may have "
+        "(Pillow's guard against decompression bombs, PIL.Image.MAX_IMAGE_PIXELS); "
+        "save such a mask as a .npy file"
+    )
 
 
 def write_mask(path: str | os.PathLike[str], mask: np.ndarray) -> None:

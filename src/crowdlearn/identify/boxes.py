@@ -38,11 +38,19 @@ from __future__ import annotations
 import numpy as np
 
 from crowdlearn.aggregation.boxes import MajorityBoxes
-from crowdlearn.aggregation.boxes._base import match_boxes, member_iou
+from crowdlearn.aggregation.boxes._base import (
+    match_boxes,
+    member_iou,
+    scaled_boxes,
+    task_exponents,
+)
 from crowdlearn.data.boxes import COORDINATES, Boxes
 
 
 def _consensus(data: Boxes) -> tuple[MajorityBoxes, object, np.ndarray, np.ndarray]:
+    exponent = task_exponents(data)
+    if exponent.any():  # corners near 1e308 or 1e-300: each task in a safe unit
+        data = scaled_boxes(data, -exponent)  # the scores here have no unit
     model = MajorityBoxes().fit(data)
     groups = match_boxes(data, model.iou_threshold)
     real = (model.groups_["score"].to_numpy() >= model.threshold)[groups.group]

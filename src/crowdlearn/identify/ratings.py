@@ -23,6 +23,9 @@ Everything is computed for all workers at once from per-task and per-worker sums
 - ``spread``: standard deviation of the task's ratings (ddof=0; NaN when unrated);
 - ``range``: highest minus lowest rating.
 
+Ratings whose squares would leave float64's range (near 1e308 or 1e-300) are scored in
+a unit scaled by a power of two, as the aggregators do, and the scores scaled back.
+
 Example
 -------
 >>> from crowdlearn.data import Ratings
@@ -36,6 +39,27 @@ from __future__ import annotations
 import numpy as np
 
 from crowdlearn.data.ratings import Ratings
+
+
+def _exponent(data: Ratings) -> int:
+    from crowdlearn.aggregation.ratings._base import rescaling_exponent
+
+    return rescaling_exponent(data)
+
+
+def scaled_ratings(data: Ratings, exponent: int) -> Ratings:
+    """``data`` in a unit scaled by ``2**exponent`` (see the ratings aggregators)."""
+    from crowdlearn.aggregation.ratings._base import scaled_ratings as scaled
+
+    return scaled(data, exponent)
+
+
+def _scaled_back(
+    scores: dict[str, np.ndarray], exponent: int, names: tuple[str, ...]
+) -> dict[str, np.ndarray]:
+    """The scores in the ratings' unit again (those in ``names`` are in rating units)."""
+    with np.errstate(over="ignore", under="ignore"):
+        return {k: np.ldexp(v, exponent) if k in names else v for k, v in scores.items()}
 
 
 def _per_worker_mean(data: Ratings, values: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -72,6 +96,9 @@ def worker_scores(data: Ratings) -> dict[str, np.ndarray]:
         raise TypeError(
             f"worker_scores expects a crowdlearn.data.Ratings, got {type(data).__name__}"
         )
+    if exponent := _exponent(data):  # numbers near 1e308 or 1e-300: in a safe unit
+        scores = worker_scores(scaled_ratings(data, -exponent))
+        return _scaled_back(scores, exponent, ("bias", "mae_to_consensus", "noise"))
     consensus = leave_one_out_consensus(data)
     keep = np.isfinite(consensus)
     difference = data.value - consensus
@@ -117,6 +144,10 @@ def task_scores(data: Ratings) -> dict[str, np.ndarray]:
     if not isinstance(data, Ratings):
         raise TypeError(
             f"task_scores expects a crowdlearn.data.Ratings, got {type(data).__name__}"
+        )
+    if exponent := _exponent(data):  # numbers near 1e308 or 1e-300: in a safe unit
+        return _scaled_back(
+            task_scores(scaled_ratings(data, -exponent)), exponent, ("spread", "range")
         )
     counts = np.bincount(data.task, minlength=data.n_tasks)
     sums = np.bincount(data.task, weights=data.value, minlength=data.n_tasks)

@@ -286,15 +286,21 @@ def _boxes(
 ) -> Any:
     """Bounding boxes: one row per box (task, worker, label = class, x_min, y_min, x_max,
     y_max; a row with no label and no coordinates: the worker saw the task and drew
-    nothing)."""
+    nothing). Without a ``label`` column, a column named ``class`` holds the class."""
     from crowdlearn.data import Boxes
     from crowdlearn.data.boxes import COORDINATES
 
     if truth_column is not None or mapping.get("truth"):
         raise CrowdDataError("bounding boxes take no truth column (their truth is a box table)")
+    header = [str(c) for c in frame.columns]
+    # the class of a box: a ``label`` column, else one named ``class`` (COCO's and the
+    # detection tools' word; boxes.csv, the output, names it so too)
+    spelled_class = [name for name in header if name.lower() == "class"]
+    label = spelled_class[0] if "label" not in header and len(spelled_class) == 1 else "label"
     found = resolve_columns(
-        [str(c) for c in frame.columns],
+        header,
         {k: v for k, v in mapping.items() if k in ("task", "worker", "label")},
+        label=label,
     )
     if found.worker is None:
         raise CrowdDataError("box answers need a worker column")

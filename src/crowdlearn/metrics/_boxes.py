@@ -1,7 +1,9 @@
 """Bounding-box metrics: intersection over union, matching, precision / recall, mAP.
 
 - :func:`box_iou`: the IoU matrix of two sets of boxes (area of the intersection over
-  area of the union; two degenerate boxes of zero area have IoU 0).
+  area of the union; two degenerate boxes of zero area have IoU 0), computed in a unit
+  scaled by a power of two when corners near 1e308 (or 1e-300) would make the areas
+  overflow (underflow).
 - :func:`detection_scores`: predicted boxes matched to true boxes of the same task and
   class, greedily in decreasing score order, each true box matched at most once, a pair
   counting when its IoU reaches ``iou_threshold`` (the PASCAL VOC rule, Everingham et
@@ -34,6 +36,7 @@ def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """
     a = np.asarray(a, dtype=np.float64).reshape(-1, 4)
     b = np.asarray(b, dtype=np.float64).reshape(-1, 4)
+    a, b = _in_safe_unit(a, b)
     width = np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0])
     height = np.minimum(a[:, None, 3], b[None, :, 3]) - np.maximum(a[:, None, 1], b[None, :, 1])
     inter = np.clip(width, 0, None) * np.clip(height, 0, None)
@@ -43,6 +46,26 @@ def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     out = np.zeros_like(inter)
     np.divide(inter, union, out=out, where=union > 0)
     return out
+
+
+#: Corners whose largest magnitude lies outside [2**-LIMIT, 2**LIMIT) are scaled first.
+_SAFE_EXPONENT = 256
+
+
+def _in_safe_unit(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``a`` and ``b`` scaled by one power of two (exact, and IoU does not depend on the
+    unit) when their largest magnitude would make widths or areas overflow (corners near
+    1e308) or underflow (near 1e-300); unchanged otherwise."""
+    finite = np.concatenate([a.ravel(), b.ravel()])
+    finite = np.abs(finite[np.isfinite(finite)])
+    largest = float(finite.max()) if finite.size else 0.0
+    if largest == 0.0:
+        return a, b
+    exponent = int(np.frexp(largest)[1])
+    if abs(exponent) <= _SAFE_EXPONENT:
+        return a, b
+    with np.errstate(under="ignore"):
+        return np.ldexp(a, -exponent), np.ldexp(b, -exponent)
 
 
 def _match(

@@ -6,7 +6,8 @@ by the total number of reference words (Levenshtein distance over words; the mea
 used by the CrowdSpeech paper, Pavlichenko et al., NeurIPS Datasets and Benchmarks
 2021). The distance is the classic dynamic programme (Wagner and Fischer, JACM 1974),
 written here in plain Python over word codes after cutting the common prefix and
-suffix (crowd transcriptions mostly agree, so the table left is small).
+suffix (crowd transcriptions mostly agree, so the table left is small); a larger table
+is filled one row at a time with numpy, in memory proportional to the shorter text.
 
 Normalisation (``normalise=True``, :func:`normalise_text`): the text is lower-cased
 (``str.lower``); apostrophes (``'`` and the typographic ``’``) are deleted, so that
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+
+import numpy as np
 
 _APOSTROPHES = re.compile("['\u2019]")
 _NOT_WORD = re.compile(r"[^\w\s]|_")
@@ -62,6 +65,8 @@ def edit_distance(a: Sequence, b: Sequence) -> int:
         a, b = b, a
     if not b:
         return len(a)
+    if len(a) * len(b) > _LONG:
+        return _long_edit_distance(a, b)
     previous = list(range(len(b) + 1))
     for i, x in enumerate(a, start=1):
         current = [i]
@@ -71,6 +76,28 @@ def edit_distance(a: Sequence, b: Sequence) -> int:
             current.append(left)
         previous = current
     return previous[-1]
+
+
+#: Above this many cells, :func:`edit_distance` fills its table one row at a time with
+#: numpy (same result; memory in proportion to the shorter sequence).
+_LONG = 4096
+
+
+def _long_edit_distance(a: Sequence, b: Sequence) -> int:
+    """:func:`edit_distance` by rows of numpy: ``row[j] = min(up + 1, diagonal + (x !=
+    b[j]), row[j - 1] + 1)``, the last term a running minimum of ``best[k] + (j - k)``."""
+    codes: dict = {}
+    a_codes = [codes.setdefault(x, len(codes)) for x in a]
+    b_codes = np.fromiter((codes.setdefault(y, len(codes)) for y in b), np.int64, len(b))
+    steps = np.arange(len(b) + 1, dtype=np.int64)
+    previous = steps.copy()
+    best = np.empty(len(b) + 1, dtype=np.int64)
+    for i, x in enumerate(a_codes, start=1):
+        best[0] = i
+        np.minimum(previous[1:] + 1, previous[:-1] + (b_codes != x), out=best[1:])
+        best -= steps
+        previous = np.minimum.accumulate(best) + steps
+    return int(previous[-1])
 
 
 def word_edits(

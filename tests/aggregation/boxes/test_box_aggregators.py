@@ -129,3 +129,45 @@ def test_contract_wrong_type_bad_params_and_spec_strings():
     model = make_aggregator("em[iou_threshold=0.6]", max_iter="5")
     assert model.iou_threshold == 0.6 and model.max_iter == 5
     assert model.fit(data).n_iter_ <= 5
+
+
+# ---- issue 43: boxes in huge or tiny units
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("exponent", [1000, -1000])
+def test_boxes_in_huge_or_tiny_units_give_the_scaled_result(name, exponent):
+    """Corners near 1e308 (or 1e-300) used to give an empty result (widths and areas
+    overflowed): each task is now aggregated in a power-of-two unit, so the result is
+    the ordinary one scaled, and the worker arrays (unitless) are the same."""
+    data = simulate_boxes(n_tasks=30, n_workers=6, random_state=2)
+    ordinary = make_aggregator(name).fit(data)
+    scaled = Boxes(
+        data.task, data.worker, data.label, np.ldexp(data.coords, exponent),
+        task_ids=data.task_ids, worker_ids=data.worker_ids, classes=data.classes,
+    )  # fmt: skip
+    with np.errstate(all="raise"):
+        model = make_aggregator(name).fit(scaled)
+    assert len(model.boxes_) == len(ordinary.boxes_) > 0
+    np.testing.assert_array_equal(model.boxes_["class"], ordinary.boxes_["class"])
+    np.testing.assert_allclose(model.boxes_["score"], ordinary.boxes_["score"], rtol=1e-9)
+    back = np.ldexp(model.boxes_[COORDS].to_numpy(np.float64), -exponent)
+    np.testing.assert_allclose(back, ordinary.boxes_[COORDS].to_numpy(np.float64), rtol=1e-9)
+    for attribute in type(model).worker_attributes:
+        np.testing.assert_allclose(getattr(model, attribute), getattr(ordinary, attribute))
+
+
+def test_boxes_spanning_the_whole_float_range_are_fused():
+    """The sweep's case: three boxes from -1e308 to 1e308 (their widths overflow)."""
+    data = Boxes.from_arrays(
+        ["i1"] * 3, ["w1", "w2", "w3"], ["cat"] * 3,
+        [-1e308, -0.9e308, -1e308], [-1e308, -1e308, -0.8e308],
+        [1e308, 1e308, 1.1e308], [1e308, 0.9e308, 1e308],
+    )  # fmt: skip
+    for name in NAMES:
+        with np.errstate(all="raise"):
+            model = make_aggregator(name).fit(data)
+        assert len(model.boxes_) == 1, name
+        corners = model.boxes_[COORDS].to_numpy(np.float64)[0]
+        assert np.all(np.isfinite(corners)) and corners[0] < -0.9e308 and corners[2] > 1e308
+        assert np.all(model.iou_ > 0.8), name

@@ -85,3 +85,17 @@ def test_a_duplicate_prediction_is_a_false_positive():
     pred = table([0, 0], [0, 0], [[0, 0, 10, 10], [0, 0, 10, 9]], score=[0.9, 0.8])
     scores = detection_scores(pred, truth)
     assert scores["precision"] == 0.5 and scores["recall"] == 1.0
+
+
+def test_iou_of_huge_and_tiny_boxes_is_that_of_the_same_boxes_in_ordinary_units():
+    """Corners near 1e308 used to give NaN (the widths overflowed), near 1e-300 0 (the
+    areas underflowed)."""
+    a = np.array([[0.0, 0.0, 2.0, 2.0], [-1.0, -1.0, 1.0, 1.0]])
+    b = np.array([[1.0, 0.0, 3.0, 2.0]])
+    expected = box_iou(a, b)
+    for exponent in (1022, 1000, -1000, -1060):
+        with np.errstate(all="raise"):
+            got = box_iou(np.ldexp(a, exponent), np.ldexp(b, exponent))
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+    spanning = np.array([[-1.5e308, -1.5e308, 1.5e308, 1.5e308]])
+    np.testing.assert_allclose(box_iou(spanning, spanning), [[1.0]])

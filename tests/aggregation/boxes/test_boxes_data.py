@@ -71,3 +71,24 @@ def test_truth_in_user_ids_becomes_codes_and_unknown_tasks_are_refused():
 def test_only_empty_rows_make_data_without_boxes():
     data = Boxes.from_arrays(["t"], ["w"], [None], [None], [None], [None], [None])
     assert data.n_boxes == 0 and data.n_classes == 0
+
+
+# ---- issue 43: zero-area boxes
+
+
+def test_zero_area_boxes_are_left_out_with_one_warning_and_their_workers_saw_the_task():
+    from crowdlearn.data import CrowdDataWarning
+
+    with pytest.warns(CrowdDataWarning, match=r"3 boxes of zero area .* rows \[0, 1, 3\]"):
+        data = Boxes.from_arrays(
+            ["i1", "i1", "i1", "i2", "i2"], ["w1", "w2", "w3", "w1", "w2"], ["cat"] * 5,
+            [5, 5, 0, 0, 0], [5, 5, 0, 0, 0], [5, 9, 10, 10, 10], [5, 5, 10, 0, 10],
+        )  # fmt: skip
+    assert data.n_boxes == 2 and data.n_annotations == 5
+    assert data.label.tolist() == [-1, -1, 0, -1, 0]
+    assert np.isnan(data.coords[[0, 1, 3]]).all()
+    # the workers of the left-out boxes still saw their task: w3's box is 1 worker of 3
+    from crowdlearn.aggregation.boxes import make_aggregator
+
+    groups = make_aggregator("majority").fit(data).groups_
+    assert groups["n_seen"].tolist() == [3, 2]

@@ -26,7 +26,7 @@ from crowdlearn.aggregation.comparisons import (
 )
 from crowdlearn.aggregation.comparisons._base import comparison_rows
 from crowdlearn.aggregation.comparisons.bradley_terry import best_shift
-from crowdlearn.data import Comparisons, CrowdData
+from crowdlearn.data import Comparisons, CrowdData, CrowdDataError
 from crowdlearn.simulate.comparisons import simulate_comparisons
 
 NAMES = sorted(STRATEGIES)
@@ -356,3 +356,25 @@ def test_fit_predict_on_a_crowd_kit_frame_returns_scores_by_item_id():
     assert scores.idxmax() == "a" and scores.idxmin() == "c"
     with pytest.raises(Exception, match="not fitted"):
         BradleyTerry().predict()
+
+
+# ---- issue 43: the tie label
+
+
+def test_a_tie_label_that_is_also_an_item_is_refused():
+    """``tie="a"`` beside an item ``a`` used to turn every win of ``a`` into a tie."""
+    with pytest.raises(CrowdDataError, match="the tie label 'a' is also an item"):
+        Comparisons.from_arrays(["w1", "w2"], ["a", "a"], ["b", "c"], ["a", "c"], tie="a")
+    with pytest.raises(CrowdDataError, match="the tie label '1' is also an item"):
+        Comparisons.from_arrays(["w1"], [1], [2], [1], tie="1")  # spelled like the item 1
+
+
+def test_a_text_tie_label_beside_integer_items():
+    """The command line's ``--tie`` is text: ``0`` in a column of integers, or ``tie`` in a
+    column that is then read as text beside integer items."""
+    zero = Comparisons.from_arrays(["w1", "w2", "w1"], [1, 1, 2], [2, 2, 3], [1, 0, 2], tie="0")
+    assert zero.winner.tolist() == [0, -1, 1]
+    text = Comparisons.from_arrays(
+        ["w1", "w2", "w1"], [1, 1, 2], [2, 2, 3], ["1", "tie", "3"], tie="tie"
+    )
+    assert text.winner.tolist() == [0, -1, 2]

@@ -304,3 +304,41 @@ def test_leave_one_out_errors_match_a_direct_computation():
         if others.any():
             truth = np.average(data.value[others], weights=weight[others])
             assert errors[a] == pytest.approx((data.value[a] - truth) ** 2)
+
+
+# ---- issue 43: ratings in huge or tiny units (squares beyond float64's range)
+
+
+@pytest.mark.parametrize("name", NUMERIC)
+@pytest.mark.parametrize("exponent", [1000, -1000])
+def test_huge_and_tiny_units_give_the_scaled_results(name, exponent):
+    """Ratings near 1e308 (or 1e-300) are aggregated as the same crowd in ordinary units:
+    values and spreads are those of the ordinary crowd times the power of two (every
+    strategy here is scale-equivariant), finite for every task."""
+    data = simulate_ratings(n_tasks=40, n_workers=6, random_state=3)
+    ordinary = make_aggregator(name).fit(data)
+    scaled = _moved(data, np.ldexp(data.value, exponent))
+    with np.errstate(all="raise"):  # no overflow, underflow or invalid value on the way
+        model = make_aggregator(name).fit(scaled)
+    assert np.all(np.isfinite(model.values_))
+    np.testing.assert_allclose(np.ldexp(model.values_, -exponent), ordinary.values_, rtol=1e-9)
+    if getattr(ordinary, "spread_", None) is not None:
+        assert np.all(np.isfinite(model.spread_))
+        np.testing.assert_allclose(
+            np.ldexp(model.spread_, -exponent), ordinary.spread_, rtol=1e-9, atol=0
+        )
+    for attribute in type(model).worker_attributes:
+        power = type(model).worker_units.get(attribute, 0)  # 0: unitless (CRH's weights)
+        with np.errstate(over="ignore", under="ignore"):  # a variance of 2**2000: inf
+            expected = np.ldexp(getattr(ordinary, attribute), power * exponent)
+        np.testing.assert_allclose(getattr(model, attribute), expected, rtol=1e-9)
+
+
+def test_ratings_near_the_largest_float_are_finite():
+    """The sweep's case: ratings of 1e308 (their sum and squares overflow)."""
+    value = np.array([1.0, 1.5, 0.9, 1.0, 1.2, 1.1]) * 1e308
+    data = Ratings.from_arrays([0, 0, 0, 1, 1, 1], [0, 1, 2] * 2, value)
+    for name in NUMERIC:
+        model = make_aggregator(name).fit(data)
+        assert np.all(np.isfinite(model.values_)), name
+        assert np.all((model.values_ >= 0.9e308) & (model.values_ <= 1.5e308)), name

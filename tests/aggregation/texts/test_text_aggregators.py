@@ -19,7 +19,7 @@ from crowdlearn.aggregation.texts import (
     make_aggregator,
     word_network,
 )
-from crowdlearn.data import CrowdData, Texts
+from crowdlearn.data import CrowdData, CrowdDataError, Texts
 
 NAMES = sorted(STRATEGIES)
 WORDS = ["a", "b", "cat", "dog", "sat", "the", "on", "mat"]
@@ -186,3 +186,74 @@ def test_rasa_agrees_with_crowdkit_textrasa_on_the_same_embedding():
     theirs = ck.TextRASA(encoder=lookup.__getitem__).fit_predict(frame, None)
     ours = RASA(embedding=lambda texts: np.array([lookup[t] for t in texts])).fit(data)
     assert _texts_by_task(ours) == theirs.to_dict()
+
+
+# ---- issue 43: long transcriptions
+
+
+def _noisy(rng, base, p, vocabulary):
+    """``base`` with about ``p`` of its words dropped, replaced or followed by another."""
+    out = []
+    for word in base:
+        r = rng.random()
+        if r < p / 3:
+            continue
+        out.append(int(rng.integers(vocabulary)) if r < 2 * p / 3 else word)
+        if 2 * p / 3 <= r < p:
+            out.append(int(rng.integers(vocabulary)))
+    return out or [0]
+
+
+def test_long_answers_get_the_networks_of_the_plain_table(monkeypatch):
+    """The vectorised table that keeps every sqrt(n)-th row (answers longer than
+    SMALL_TABLE cells) gives the plain table's networks, ties included."""
+    from crowdlearn.aggregation.texts import rover
+
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        vocabulary = int(rng.integers(2, 30))
+        base = [int(w) for w in rng.integers(vocabulary, size=int(rng.integers(1, 60)))]
+        p = float(rng.random())
+        answers = [_noisy(rng, base, p, vocabulary) for _ in range(int(rng.integers(2, 6)))]
+        if rng.random() < 0.2:  # an answer unrelated to the others
+            size = int(rng.integers(1, 90))
+            answers.append([int(w) for w in rng.integers(vocabulary, size=size)])
+        monkeypatch.setattr(rover, "SMALL_TABLE", 10**12)
+        plain = rover.word_network(answers)
+        monkeypatch.setattr(rover, "SMALL_TABLE", 0)
+        assert rover.word_network(answers) == plain
+
+
+def test_a_long_transcription_is_aligned_in_bounded_memory():
+    """Three transcriptions of 3,000 words (about 60 KB) used to fill two 3,000 x 3,000
+    tables of Python lists (over 70 MB each; the sweep's 387 KB file took 3.5 GB)."""
+    import tracemalloc
+
+    rng = np.random.default_rng(1)
+    vocabulary = [f"w{k}" for k in range(2000)]
+    base = [int(w) for w in rng.integers(len(vocabulary), size=3000)]
+    texts = [" ".join(vocabulary[w] for w in _noisy(rng, base, 0.1, 2000)) for _ in range(3)]
+    data = Texts.from_arrays(["t"] * 3, ["a", "b", "c"], texts)
+    assert sum(len(t) for t in texts) > 40_000
+    tracemalloc.start()
+    try:
+        model = ROVER().fit(data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 2**20
+    # the vote restores the base text where two of three transcriptions agree
+    words = model.texts_[0].split()
+    assert abs(len(words) - len(base)) < 0.05 * len(base)
+
+
+def test_too_long_an_alignment_is_refused_in_one_error(monkeypatch):
+    from crowdlearn.aggregation.texts import rover
+
+    monkeypatch.setattr(rover, "MAX_CELLS", 10_000)
+    data = Texts.from_arrays(["t", "t"], ["a", "b"], [" ".join(["x"] * 200)] * 2)
+    with pytest.raises(CrowdDataError, match=r"task 't': aligning an answer of 200 words"):
+        ROVER().fit(data)
+    numbered = Texts.from_arrays([7, 7], ["a", "b"], [" ".join(["x"] * 200)] * 2)
+    with pytest.raises(CrowdDataError, match=r"^task 7: aligning"):
+        WeightedROVER().fit(numbered)

@@ -75,6 +75,40 @@ class Groups:
         self.n_members = np.bincount(self.group, minlength=self.n_groups).astype(np.float64)
 
 
+#: A task whose largest coordinate magnitude lies outside [2**-LIMIT, 2**LIMIT) is
+#: aggregated in a unit scaled by a power of two.
+RESCALE_LIMIT = 256
+
+
+def task_exponents(data: Boxes) -> np.ndarray:
+    """Per task, the power of two its coordinates are divided by before aggregation: 0
+    when their largest magnitude is within ``[2**-RESCALE_LIMIT, 2**RESCALE_LIMIT)`` (or
+    all are 0 or the task has no box), else the exponent that brings it into
+    ``[0.5, 1)``."""
+    drawn = data.drawn
+    largest = np.zeros(data.n_tasks)
+    np.maximum.at(largest, data.task[drawn], np.abs(data.coords[drawn]).max(axis=1))
+    exponent = np.frexp(largest)[1].astype(np.int64)
+    exponent[(largest == 0) | (np.abs(exponent) <= RESCALE_LIMIT)] = 0
+    return exponent
+
+
+def scaled_boxes(data: Boxes, exponent: np.ndarray) -> Boxes:
+    """``data`` with each task's corners multiplied by ``2**exponent[task]`` (exactly, but
+    for corners that underflow to 0)."""
+    with np.errstate(under="ignore"):
+        coords = np.ldexp(data.coords, exponent[data.task][:, None])
+    return Boxes(
+        data.task,
+        data.worker,
+        data.label,
+        coords,
+        task_ids=data.task_ids,
+        worker_ids=data.worker_ids,
+        classes=data.classes,
+    )
+
+
 def match_boxes(data: Boxes, iou_threshold: float) -> Groups:
     """Group the boxes of each task across workers (see the module docstring)."""
     drawn = np.flatnonzero(data.drawn)
@@ -178,12 +212,25 @@ class BaseBoxAggregator(KindAggregator):
     result = "boxes_"
 
     def _fit(self, data: Boxes) -> None:
-        """Match and consolidate each task's boxes."""
+        """Match and consolidate each task's boxes.
+
+        A task whose coordinates are too large or too small for areas to be computed in
+        float64 (largest magnitude ``>= 2**256`` or ``< 2**-256``) is matched and
+        consolidated in a unit scaled by a power of two (exact; IoU, weights and scores
+        do not depend on the unit) and its boxes are scaled back.
+        """
+        exponent = task_exponents(data)
+        if exponent.any():
+            data = scaled_boxes(data, -exponent)
         groups = match_boxes(data, self.iou_threshold)
         fused, label, score = self._consolidate(data, groups)
+        corners = fused
+        if exponent.any():
+            with np.errstate(over="ignore", under="ignore"):
+                corners = np.ldexp(fused, exponent[groups.task][:, None])
         frame = pd.DataFrame({"task": groups.task, "class": label.astype(np.int64)})
         for k, name in enumerate(COORDINATES):
-            frame[name] = fused[:, k]
+            frame[name] = corners[:, k]
         frame["score"] = score
         frame["n_workers"] = groups.n_members.astype(np.int64)
         frame["n_seen"] = groups.n_seen.astype(np.int64)

@@ -8,6 +8,9 @@ All per-task statistics are computed without a Python loop over tasks: sums with
 
 from __future__ import annotations
 
+import math
+from typing import Any, ClassVar
+
 import numpy as np
 
 from crowdlearn._bounds import Bounds
@@ -41,9 +44,69 @@ class BaseRatingAggregator(KindAggregator):
         "Ratings.from_frame(df, label=...)"
     )
     result = "values_"
+    #: The unit of each worker attribute as a power of the ratings' unit (a variance: 2,
+    #: a precision or a weight in 1 / rating^2: -2, a bias: 1); 0 (unitless) when absent.
+    worker_units: ClassVar[dict[str, int]] = {}
+
+    def fit(self, data: Any) -> Any:
+        """Aggregate the ratings of every task of ``data``; returns ``self``.
+
+        Numbers too large or too small for their squares to be computed in float64
+        (largest magnitude ``>= 2**256`` or ``< 2**-256``) are aggregated in a scaled unit
+        (a power of two, so the scaling itself is exact) and the results are scaled back:
+        ``values_`` and ``spread_`` in the ratings' unit, the worker attributes by their
+        ``worker_units``. A worker variance beyond float64's range is then ``inf`` (its
+        precision 0); every rated task's value and spread stay finite.
+        """
+        exponent = rescaling_exponent(data) if isinstance(data, Ratings) else 0
+        if not exponent:
+            return super().fit(data)
+        super().fit(scaled_ratings(data, -exponent))
+        units = {"values_": 1, "spread_": 1, **self.worker_units}
+        with np.errstate(over="ignore", under="ignore"):
+            for name, power in units.items():
+                if power and getattr(self, name, None) is not None:
+                    value = np.asarray(getattr(self, name), dtype=np.float64)
+                    setattr(self, name, np.ldexp(value, power * exponent))
+        return self
 
     def _fitted(self, data: Ratings) -> None:
         self.levels_ = data.levels
+
+
+#: Ratings whose largest magnitude lies outside [2**-LIMIT, 2**LIMIT) are aggregated scaled.
+RESCALE_LIMIT = 256
+
+
+def rescaling_exponent(data: Ratings) -> int:
+    """The power of two by which numeric ratings are divided before aggregation: 0 when
+    their largest magnitude is within ``[2**-RESCALE_LIMIT, 2**RESCALE_LIMIT)`` (or they are
+    ordinal, or all zero), else the exponent that brings it into ``[0.5, 1)``."""
+    if data.levels is not None or data.n_annotations == 0:
+        return 0
+    largest = float(np.max(np.abs(data.value)))
+    if largest == 0.0:
+        return 0
+    exponent = math.frexp(largest)[1]
+    return exponent if abs(exponent) > RESCALE_LIMIT else 0
+
+
+def scaled_ratings(data: Ratings, exponent: int) -> Ratings:
+    """``data`` with its values (and truth) multiplied by ``2**exponent`` (exactly, but
+    for values that underflow to 0)."""
+    with np.errstate(under="ignore"):
+        truth = None if data.truth is None else np.ldexp(data.truth, exponent)
+        return Ratings(
+            data.task,
+            data.worker,
+            np.ldexp(data.value, exponent),
+            task_ids=data.task_ids,
+            worker_ids=data.worker_ids,
+            n_tasks=data.n_tasks,
+            truth=truth,
+            features=data.features,
+            duplicates="keep",
+        )
 
 
 # --------------------------------------------------------------------------- statistics

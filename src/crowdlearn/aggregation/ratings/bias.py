@@ -68,6 +68,7 @@ class WorkerBias(BaseRatingAggregator):
     """
 
     worker_attributes: ClassVar[tuple[str, ...]] = ("bias_", "variance_")
+    worker_units: ClassVar[dict[str, int]] = {"bias_": 1, "variance_": 2}
     param_bounds: ClassVar[dict[str, Bounds]] = {"prior": Bounds(0), "floor": POSITIVE}
 
     def __init__(

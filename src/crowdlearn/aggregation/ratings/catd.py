@@ -106,6 +106,7 @@ class CATD(BaseRatingAggregator):
     """
 
     worker_attributes: ClassVar[tuple[str, ...]] = ("weights_",)
+    worker_units: ClassVar[dict[str, int]] = {"weights_": -2}
     param_bounds: ClassVar[dict[str, Bounds]] = {"alpha": PROBABILITY, "floor": POSITIVE}
 
     def __init__(

@@ -75,6 +75,7 @@ class GTM(BaseRatingAggregator):
     """
 
     worker_attributes: ClassVar[tuple[str, ...]] = ("variance_",)
+    worker_units: ClassVar[dict[str, int]] = {"variance_": 2}
     param_bounds: ClassVar[dict[str, Bounds]] = {
         "alpha": POSITIVE,
         "beta": POSITIVE,

@@ -95,6 +95,7 @@ class LFCN(BaseRatingAggregator):
     """
 
     worker_attributes: ClassVar[tuple[str, ...]] = ("precision_", "variance_")
+    worker_units: ClassVar[dict[str, int]] = {"precision_": -2, "variance_": 2}
     param_bounds: ClassVar[dict[str, Bounds]] = {"floor": POSITIVE}
 
     def __init__(

@@ -17,6 +17,12 @@ opens a new slot in which every earlier answer has the null word, at cost 1. The
 row and column of the table count 1 per step (as crowd-kit 1.4.2 does: our alignment
 then agrees with theirs word for word). Among alignments of equal cost the backtrace
 prefers, at each cell, placing a word in the slot, then a skip, then an insertion.
+Long answers (tables over :data:`SMALL_TABLE` cells) fill the same table one row at a
+time with numpy and keep only every ``sqrt(n)``-th row, refilling one stretch of rows at
+a time for the backtrace: the same networks, in memory proportional to ``m * sqrt(n)``
+(a 20,000-word transcription against another: about 6 s and 25 MB on one core, where a
+table of Python lists took several GB); a table over :data:`MAX_CELLS` cells (texts of
+about 46,000 words) is refused with one error naming the task.
 
 **Vote** (the paper's equation (1) with alpha = 1: frequency only, no confidence
 scores). In each slot the word given by the most answers wins, the null word counted
@@ -40,6 +46,8 @@ All EM steps are vectorised over every slot of every task (``np.bincount``).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
@@ -49,10 +57,28 @@ from crowdlearn.aggregation.texts._base import (
     task_groups,
     word_codes,
 )
+from crowdlearn.data.errors import CrowdDataError
 from crowdlearn.data.texts import Texts
 
 NULL = -1
 _DIAGONAL, _SKIP, _INSERT = 0, 1, 2
+
+
+#: Above this many cells (answer words x network slots), an answer is aligned with the
+#: network by the vectorised table (:func:`_long_alignment`) instead of plain Python.
+SMALL_TABLE = 4096
+#: The largest table (answer words x network slots, about 46,000 x 46,000 words) an
+#: alignment may fill; its time grows with it (about 15 s per 10**9 cells on one core).
+MAX_CELLS = 2**31
+
+
+class AlignmentTooLarge(Exception):
+    """An answer and a network whose alignment table holds more than :data:`MAX_CELLS`
+    cells."""
+
+    def __init__(self, n_words: int, n_slots: int) -> None:
+        super().__init__(n_words, n_slots)
+        self.n_words, self.n_slots = n_words, n_slots
 
 
 def word_network(answers: list[list[int]]) -> list[list[int]]:
@@ -60,6 +86,11 @@ def word_network(answers: list[list[int]]) -> list[list[int]]:
 
     Returns one list per slot holding, for each answer, its word code in that slot or
     :data:`NULL` (-1). See the module docstring for the costs and the tie rule.
+
+    Short answers are aligned by the table in plain Python; longer ones (more than
+    :data:`SMALL_TABLE` cells) by :func:`_long_alignment`, which gives the same moves in
+    memory proportional to ``m * sqrt(n)`` rather than ``n * m``. Raises
+    :class:`AlignmentTooLarge` past :data:`MAX_CELLS` cells.
 
     Examples
     --------
@@ -70,31 +101,16 @@ def word_network(answers: list[list[int]]) -> list[list[int]]:
     members = [{w} for w in answers[0]]
     for done, words in enumerate(answers[1:], start=1):
         n, m = len(words), len(slots)
-        previous = list(range(m + 1))
-        back = [[_SKIP] * (m + 1)]
-        skip_costs = [0 if NULL in slot else 1 for slot in members]
-        for i in range(1, n + 1):
-            word = words[i - 1]
-            current = [i]
-            moves = [_INSERT]
-            left, diagonal = i, previous[0]
-            for up, slot, skip_cost in zip(previous[1:], members, skip_costs, strict=True):
-                best = diagonal if word in slot else diagonal + 1
-                move = _DIAGONAL
-                if left + skip_cost < best:
-                    best, move = left + skip_cost, _SKIP
-                if up + 1 < best:
-                    best, move = up + 1, _INSERT
-                current.append(best)
-                moves.append(move)
-                left, diagonal = best, up
-            previous = current
-            back.append(moves)
+        if (n + 1) * (m + 1) <= SMALL_TABLE or not (n and m):
+            path = _backtrace(_full_alignment(words, members), n, m)
+        else:
+            if (n + 1) * (m + 1) > MAX_CELLS:
+                raise AlignmentTooLarge(n, m)
+            path = _long_alignment(words, members)
         merged: list[list[int]] = []
         merged_members: list[set[int]] = []
         i, j = n, m
-        while i > 0 or j > 0:
-            move = back[i][j]
+        for move in path:
             if move == _DIAGONAL:
                 slots[j - 1].append(words[i - 1])
                 members[j - 1].add(words[i - 1])
@@ -115,6 +131,138 @@ def word_network(answers: list[list[int]]) -> list[list[int]]:
         merged_members.reverse()
         slots, members = merged, merged_members
     return slots
+
+
+def _backtrace(move_at: Callable[[int, int], int], n: int, m: int) -> list[int]:
+    """The moves from cell ``(n, m)`` back to ``(0, 0)``."""
+    path = []
+    i, j = n, m
+    while i > 0 or j > 0:
+        move = move_at(i, j)
+        path.append(move)
+        if move == _DIAGONAL:
+            i, j = i - 1, j - 1
+        elif move == _SKIP:
+            j -= 1
+        else:
+            i -= 1
+    return path
+
+
+def _full_alignment(words: list[int], members: list[set[int]]) -> Callable[[int, int], int]:
+    """The whole table (plain Python: fastest for short answers); returns the move at
+    each cell."""
+    m = len(members)
+    previous = list(range(m + 1))
+    back = [[_SKIP] * (m + 1)]
+    skip_costs = [0 if NULL in slot else 1 for slot in members]
+    for i in range(1, len(words) + 1):
+        word = words[i - 1]
+        current = [i]
+        moves = [_INSERT]
+        left, diagonal = i, previous[0]
+        for up, slot, skip_cost in zip(previous[1:], members, skip_costs, strict=True):
+            best = diagonal if word in slot else diagonal + 1
+            move = _DIAGONAL
+            if left + skip_cost < best:
+                best, move = left + skip_cost, _SKIP
+            if up + 1 < best:
+                best, move = up + 1, _INSERT
+            current.append(best)
+            moves.append(move)
+            left, diagonal = best, up
+        previous = current
+        back.append(moves)
+    return lambda i, j: back[i][j]
+
+
+def _word_slots(members: list[set[int]]) -> dict[int, np.ndarray]:
+    """For each word, the indices of the slots holding it."""
+    index: dict[int, list[int]] = {}
+    for s, slot in enumerate(members):
+        for word in slot:
+            if word != NULL:
+                index.setdefault(word, []).append(s)
+    return {word: np.asarray(where, dtype=np.int64) for word, where in index.items()}
+
+
+def _row(
+    previous: np.ndarray,
+    i: int,
+    where: np.ndarray | None,
+    skip_cost: np.ndarray,
+    cumulated: np.ndarray,
+    with_moves: bool = True,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Row ``i`` of the table from row ``i - 1`` (numpy), and its moves: the costs and the
+    tie rule of :func:`_full_alignment`. ``where``: the slots holding the row's word.
+
+    The skip (from the left) is a running minimum: with ``C = cumsum(skip_cost)``,
+    ``cost[j] = C[j] + min_{k <= j} (b[k] - C[k])``, ``b`` the best of the diagonal and
+    the insertion (``b[0] = i``: the first column counts 1 per insertion).
+    """
+    diagonal = np.empty(len(previous), dtype=np.int64)
+    diagonal[0] = _FAR
+    np.add(previous[:-1], 1, out=diagonal[1:])
+    if where is not None:
+        diagonal[where + 1] -= 1  # the slot holds the word: no substitution
+    best = np.minimum(diagonal, previous + 1)
+    best[0] = i
+    best -= cumulated
+    current = np.minimum.accumulate(best, out=best)
+    current += cumulated
+    if not with_moves:
+        return current, None
+    move = np.full(len(previous), _INSERT, dtype=np.uint8)
+    from_left = np.zeros(len(previous), dtype=bool)
+    np.equal(current[:-1] + skip_cost[1:], current[1:], out=from_left[1:])
+    move[from_left] = _SKIP
+    move[diagonal == current] = _DIAGONAL
+    return current, move
+
+
+_FAR = np.int64(1) << 40  # a cost no alignment reaches
+
+
+def _long_alignment(words: list[int], members: list[set[int]]) -> list[int]:
+    """The moves of :func:`_full_alignment`'s backtrace, the table filled one row at a
+    time with numpy (:func:`_row`) and kept only every ``k = sqrt(n)`` rows: the
+    backtrace refills the ``k`` rows of one stretch at a time from the kept row above
+    it. Memory: ``(n / k) * m`` costs and ``k * m`` moves; time: two fillings of the
+    table."""
+    n, m = len(words), len(members)
+    index = _word_slots(members)
+    has_null = np.fromiter((NULL in slot for slot in members), bool, m)
+    skip_cost = np.concatenate(([0], (~has_null).astype(np.int64)))  # entering column j
+    cumulated = np.cumsum(skip_cost)
+    stretch = max(1, math.isqrt(n))
+    kept = {0: np.arange(m + 1, dtype=np.int32)}
+    previous = kept[0].astype(np.int64)
+    for i in range(1, n + 1):
+        previous = _row(previous, i, index.get(words[i - 1]), skip_cost, cumulated, False)[0]
+        if i % stretch == 0 and i < n:
+            kept[i] = previous.astype(np.int32)
+    path: list[int] = []
+    i, j = n, m
+    for top in sorted(kept, reverse=True):
+        if i <= top and top > 0:
+            continue
+        moves = {}
+        previous = kept[top].astype(np.int64)
+        for row in range(top + 1, i + 1):
+            previous, moves[row] = _row(
+                previous, row, index.get(words[row - 1]), skip_cost, cumulated
+            )
+        while i > top or (top == 0 and j > 0):
+            move = _SKIP if i == 0 else int(moves[i][j])
+            path.append(move)
+            if move == _DIAGONAL:
+                i, j = i - 1, j - 1
+            elif move == _SKIP:
+                j -= 1
+            else:
+                i -= 1
+    return path
 
 
 class SlotVotes:
@@ -139,10 +287,20 @@ class SlotVotes:
             start, count = int(starts[t]), int(counts[t])
             if count == 0:
                 continue
-            network = np.asarray(word_network(coded[start : start + count]), dtype=np.int64)
-            slot_counts[t] = network.shape[0]
-            entries.append(network.ravel())
-            rows.append(np.tile(order[start : start + count], network.shape[0]))
+            try:
+                slots = word_network(coded[start : start + count])
+            except AlignmentTooLarge as error:
+                task_id = data.task_ids[t : t + 1].tolist()[0]
+                raise CrowdDataError(
+                    f"task {task_id!r}: aligning an answer of {error.n_words:,} "
+                    f"words with the {error.n_slots:,} word slots of the task's other "
+                    f"answers takes a table of more than {MAX_CELLS:,} cells (texts of "
+                    "about 46,000 words); split such long texts into shorter tasks"
+                ) from None
+            network_array = np.asarray(slots, dtype=np.int64)
+            slot_counts[t] = network_array.shape[0]
+            entries.append(network_array.ravel())
+            rows.append(np.tile(order[start : start + count], network_array.shape[0]))
         n_words = len(self.vocabulary)
         word = np.concatenate(entries)
         word[word == NULL] = n_words
