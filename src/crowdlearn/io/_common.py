@@ -78,8 +78,11 @@ def npy_problem(exc: BaseException) -> str:
 
 
 def existing_path(path: str | os.PathLike[str]) -> Path:
-    """``path`` as a :class:`~pathlib.Path`; a :class:`CrowdDataError` when it does not exist."""
+    """``path`` as a :class:`~pathlib.Path`; a :class:`CrowdDataError` when it does not exist
+    (``-``, standard input, always does)."""
     path = as_path(path)
+    if os.fspath(path) == "-":  # standard input (see crowdlearn.io._source)
+        return path
     if not path.exists():
         raise CrowdDataError(f"{path}: no such file or directory")
     return path

@@ -115,6 +115,7 @@ def read(
     Parameters
     ----------
     source : str, path-like or DataFrame
+        ``"-"`` reads standard input (its format and compression told by its content).
         A DataFrame is read with :meth:`CrowdData.from_frame` (crowd-kit's layout). A
         platform's export (Amazon Mechanical Turk, Toloka, CrowdFlower, Label Studio,
         Prodigy) is recognised by its header and read by
@@ -130,9 +131,16 @@ def read(
     -------
     CrowdData
     """
+    from crowdlearn.io._source import reading_session
+
     if isinstance(source, pd.DataFrame):
         return CrowdData.from_frame(source, **_with_default_columns(kwargs))
     as_path(source)  # a TypeError naming what a path is, before anything else
+    with reading_session():  # the input is described, and opened, once
+        return _read(source, format, kwargs)
+
+
+def _read(source: str | os.PathLike[str], format: str | None, kwargs: dict[str, Any]) -> Any:
     if format is None:
         from crowdlearn.io.platforms import batch_frame, platform_data, with_batch_rows
 

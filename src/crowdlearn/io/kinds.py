@@ -58,9 +58,11 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     from crowdlearn.io._dispatch import detect_format
     from crowdlearn.io.longform import _csv_header, _read_csv_table
 
+    from crowdlearn.io._source import reading_session
+
     path = existing_path(path)
     fmt = detect_format(path)
-    with about(path):
+    with reading_session(), about(path):
         if fmt == "csv":
             sep = sniff_delimiter(path)
             header = _csv_header(path, sep)
@@ -118,6 +120,22 @@ def read_kind(
     ``source`` is a folder laid out as ``FOLDER/TASK/WORKER.npy|png``, see
     :mod:`crowdlearn.data.masks`; only the file names are read here)
     """
+    from crowdlearn.io._source import reading_session
+
+    with reading_session():  # the input is described, and opened, once
+        return _read_kind(source, kind, columns, truth_column, sep, order, tie, duplicates)
+
+
+def _read_kind(
+    source: str | os.PathLike[str] | pd.DataFrame,
+    kind: str | None,
+    columns: Mapping[str, str | None] | None,
+    truth_column: str | None,
+    sep: str | None,
+    order: Sequence[Any] | None,
+    tie: Any,
+    duplicates: str,
+) -> Any:
     from crowdlearn.io._dispatch import _with_default_columns
 
     defaults = _with_default_columns({})  # --columns / --truth-column of the command
@@ -189,9 +207,12 @@ def _header(path: Path) -> list[str]:
     from crowdlearn.io._dispatch import detect_format
     from crowdlearn.io.longform import _csv_header
 
+    from crowdlearn.io._source import reading_session
+
     fmt = detect_format(path)
     if fmt == "csv":
-        return _csv_header(path, sniff_delimiter(path))
+        with reading_session():
+            return _csv_header(path, sniff_delimiter(path))
     if fmt == "parquet":
         import pyarrow.parquet as pq
 

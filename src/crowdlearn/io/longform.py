@@ -138,8 +138,10 @@ def read_csv(
         Naming the file, for a missing column, an empty file, empty cells (with their
         rows, counted from 0 after the header) or invalid data.
     """
+    from crowdlearn.io._source import reading_session
+
     path = existing_path(path)
-    with about(path):
+    with reading_session(), about(_label(path)):
         sep = sniff_delimiter(path, sep)
         header = _csv_header(path, sep)
         found = _resolve(header, columns, task, worker, label, truth, truth_column)
@@ -207,7 +209,21 @@ def _texts(ids: np.ndarray, codes: np.ndarray) -> np.ndarray:
     return texts[codes]
 
 
+def _label(path: Path) -> str:
+    """How messages name a file (standard input: ``<stdin>``)."""
+    from crowdlearn.io._source import STDIN_NAME, is_stdin
+
+    return STDIN_NAME if is_stdin(path) else str(path)
+
+
 def _csv_header(path: Path, sep: str) -> list[str]:
+    from crowdlearn.io._files import _source_of
+
+    source = _source_of(path)
+    if source is not None and source.delimiter == sep and source.header is not None:
+        if not source.header:
+            raise CrowdDataError("the file is empty: expected a header row and annotation rows")
+        return list(source.header)
     try:
         with open_text(path) as handle:
             header = next(csv.reader(handle, delimiter=sep), None)
@@ -239,6 +255,12 @@ def _read_csv_table(path: Path, sep: str, columns: list[str]) -> pa.Table:
         except UnicodeDecodeError as exc:
             error = exc
             break
+        except pa.ArrowCapacityError:
+            # one row (a line without its end) longer than Arrow's largest block
+            raise CrowdDataError(
+                f"a row is longer than the {CSV_BLOCK_LIMIT >> 20} MiB crowdlearn can read as "
+                "one CSV row (a line that never ends, or a cell of gigabytes)"
+            ) from None
     line = _ragged_line(path, sep)
     where = "" if line is None else f" (line {line})"
     raise CrowdDataError(f"cannot parse the file as CSV{where}: {error}") from None

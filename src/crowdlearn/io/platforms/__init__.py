@@ -104,60 +104,31 @@ def recognise_header(header: list[str]) -> str | None:
 
 def recognise(source: str | os.PathLike[str]) -> str | None:
     """The platform of an export file, folder of batches or glob, or None (a plain
-    table, a peerannot folder...)."""
+    table, a peerannot folder...); told by the input's description
+    (:func:`crowdlearn.io._source.describe`), made once per reading session."""
+    from crowdlearn.io._source import is_stdin
+
     text = str(source)
     if is_batch_source(text):
         files = batch_files(text)
         return recognise(files[0])
     path = Path(text)
-    if not path.is_file():
+    if not is_stdin(text) and not path.is_file():
         return None
     with about(path):
         return _recognise_file(path)
 
 
 def _recognise_file(path: Path) -> str | None:
-    from crowdlearn.io.longform import _csv_header
+    from crowdlearn.io._source import describe, reading_session
 
     suffix = logical_suffix(path)
-    if suffix in (".csv", ".tsv"):
-        return recognise_header(_csv_header(path, sniff_delimiter(path)))
     if suffix == ".xlsx":
         return recognise_header([str(c) for c in excel_text(path).columns])
-    if suffix == ".jsonl":
-        first = _first_json_line(path)
-        if (
-            isinstance(first, dict)
-            and "answer" in first
-            and ("_input_hash" in first or "_task_hash" in first)
-        ):
-            return "prodigy"
+    if suffix not in (".csv", ".tsv", ".jsonl", ".json"):
         return None
-    if suffix == ".json" and path.name != "answers.json":
-        start = _json_start(path)
-        if start.lstrip().startswith("[") and ('"annotations"' in start or '"annotator"' in start):
-            return "labelstudio"
-    return None
-
-
-def _json_start(path: Path, size: int = 1 << 16) -> str:
-    """The first characters of a JSON file (where Label Studio's keys show)."""
-    try:
-        with open_text(path) as handle:
-            return handle.read(size)
-    except UnicodeDecodeError:
-        return ""
-
-
-def _first_json_line(path: Path) -> Any:
-    with open_text(path) as handle:
-        for line in handle:
-            if line.strip():
-                try:
-                    return json.loads(line)
-                except ValueError:
-                    return None
-    return None
+    with reading_session():
+        return describe(path).platform
 
 
 # -------------------------------------------------------------------------- reading
@@ -254,15 +225,18 @@ def platform_data(
 
     A platform export is read by :func:`read_export`, and a note says how.
     """
+    from crowdlearn.io._source import is_stdin
+
     text = str(source)
     batch = is_batch_source(text)
-    if not batch and not Path(text).is_file():
+    if not batch and not is_stdin(text) and not Path(text).is_file():
         return None
     platform = recognise(text)
     if platform is None:
         return None
     export = _cached_export(text)
-    note(f"{Path(text).name}: {export.describe()}")
+    name = "<stdin>" if is_stdin(text) else Path(text).name
+    note(f"{name}: {export.describe()}")
     return export_as(export, kind or export.kind, order=order, duplicates=duplicates)
 
 
