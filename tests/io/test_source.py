@@ -1,0 +1,144 @@
+"""One description of each input (crowdlearn.io._source): read once, ``-`` as standard
+input, compressed input under the memory guard."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import crowdlearn.io._source as source_module
+from crowdlearn.cli import cli
+from crowdlearn.data.errors import CrowdMemoryError
+from crowdlearn.io import read
+from crowdlearn.io._source import describe, reading_session
+
+FILES = Path(__file__).parent / "platform_files"
+CSV = "task,worker,label\nt1,w1,a\nt1,w2,b\nt1,w3,a\nt2,w1,b\nt2,w2,b\nt2,w3,a\n"
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def _crowdlearn(args: list[str], stdin: bytes, **env: str) -> subprocess.CompletedProcess:
+    """The command line in a child process, ``stdin`` piped into it."""
+    environment = {**os.environ, "PYTHONPATH": SRC, **env}
+    return subprocess.run(
+        [sys.executable, "-m", "crowdlearn", *args],
+        input=stdin,
+        capture_output=True,
+        env=environment,
+        timeout=120,
+        check=False,
+    )
+
+
+def _folder(path: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(path.iterdir())}
+
+
+def test_standard_input_aggregates_like_the_file(tmp_path):
+    crowd = tmp_path / "crowd.csv"
+    crowd.write_text(CSV)
+    by_file = _crowdlearn(["aggregate", str(crowd), "-s", "mv", "-o", str(tmp_path / "a")], b"")
+    piped = _crowdlearn(["aggregate", "-", "-s", "mv", "-o", str(tmp_path / "b")], CSV.encode())
+    assert by_file.returncode == 0, by_file.stderr
+    assert piped.returncode == 0, piped.stderr
+    assert _folder(tmp_path / "a") == _folder(tmp_path / "b")
+
+
+def test_a_gzipped_stream_on_standard_input_is_decompressed(tmp_path):
+    crowd = tmp_path / "crowd.csv"
+    crowd.write_text(CSV)
+    by_file = _crowdlearn(["aggregate", str(crowd), "-s", "ds", "-o", str(tmp_path / "a")], b"")
+    piped = _crowdlearn(
+        ["aggregate", "-", "-s", "ds", "-o", str(tmp_path / "b")], gzip.compress(CSV.encode())
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert _folder(tmp_path / "a") == _folder(tmp_path / "b")
+
+
+def test_a_platform_export_on_standard_input_is_recognised():
+    text = (FILES / "toloka.tsv").read_bytes()
+    result = CliRunner().invoke(cli, ["inspect", "-"], input=text)
+    assert result.exit_code == 0, result.output
+    assert "Toloka" in result.output
+
+
+@pytest.mark.parametrize("name", ["crowd.csv", "crowd.csv.gz", "toloka.tsv"])
+def test_aggregate_opens_its_input_once(tmp_path, monkeypatch, name):
+    path = tmp_path / name
+    if name == "toloka.tsv":
+        path.write_bytes((FILES / name).read_bytes())
+    elif name.endswith(".gz"):
+        path.write_bytes(gzip.compress(CSV.encode()))
+    else:
+        path.write_text(CSV)
+    opened: list[str] = []
+    opener = source_module._open_raw
+
+    def spy(target):
+        opened.append(str(target))
+        return opener(target)
+
+    monkeypatch.setattr(source_module, "_open_raw", spy)
+    result = CliRunner().invoke(cli, ["aggregate", str(path), "-s", "ds", "-o", str(tmp_path / "o")])
+    assert result.exit_code == 0, result.output
+    assert opened == [str(path)]
+
+
+def test_the_description_is_made_once_in_a_session(tmp_path):
+    path = tmp_path / "crowd.csv"
+    path.write_text(CSV.replace(",", ";"))
+    with reading_session():
+        first = describe(path)
+        assert describe(path) is first
+        assert first.delimiter == ";"
+        assert first.header == ("task", "worker", "label")
+        assert first.platform is None
+
+
+def _bomb(path: Path, inflated: int) -> None:
+    """A .gz of valid rows, written in chunks, that inflates to about ``inflated`` bytes."""
+    rows = b"".join(b"t%d,w%d,a\n" % (i, i % 7) for i in range(10_000))
+    with gzip.open(path, "wb") as handle:
+        handle.write(b"task,worker,label\n")
+        for _ in range(inflated // len(rows) + 1):
+            handle.write(rows)
+
+
+def _long_line(path: Path, inflated: int) -> None:
+    """A .gz of one line (no line end) of about ``inflated`` bytes, written in chunks."""
+    with gzip.open(path, "wb") as handle:
+        handle.write(b"task,worker,label\n")
+        for _ in range(inflated // 100_000 + 1):
+            handle.write(b"x" * 100_000)
+
+
+@pytest.mark.parametrize("make", [_bomb, _long_line])
+def test_a_compression_bomb_stops_at_the_memory_guard(tmp_path, monkeypatch, make):
+    path = tmp_path / "bomb.csv.gz"
+    make(path, 8_000_000)
+    monkeypatch.setenv("CROWDLEARN_MEMORY_LIMIT", str(8_000_000))
+    with pytest.raises(CrowdMemoryError, match="bomb.csv.gz: the gzip-compressed content"):
+        read(path)
+    result = _crowdlearn(
+        ["aggregate", "-", "-s", "mv", "-o", str(tmp_path / "o")],
+        path.read_bytes(),
+        CROWDLEARN_MEMORY_LIMIT="8000000",
+    )
+    lines = result.stderr.decode().splitlines()
+    assert result.returncode == 2
+    assert len(lines) == 1 and lines[0].startswith("crowdlearn: error: not enough memory")
+    assert "<stdin>" in lines[0]
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_compressed_file_under_the_guard_reads_in_full(tmp_path, monkeypatch):
+    path = tmp_path / "crowd.csv.gz"
+    _bomb(path, 1_000_000)
+    monkeypatch.setenv("CROWDLEARN_MEMORY_LIMIT", str(200_000_000))
+    assert read(path, duplicates="first").n_tasks == 10_000
