@@ -19,10 +19,12 @@ metadata, and :func:`read_parquet` restores them (see ``docs/formats.md``).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
@@ -48,7 +51,13 @@ from crowdlearn.io._common import (
     json_ids,
     require_data,
 )
-from crowdlearn.io._files import open_binary, open_text, sniff_delimiter
+from crowdlearn.io._files import (
+    COMPRESSIONS,
+    logical_suffix,
+    open_binary,
+    open_text,
+    sniff_delimiter,
+)
 
 #: Schema metadata key of the JSON document written by :func:`write_parquet`.
 METADATA_KEY = b"crowdlearn"
@@ -166,7 +175,13 @@ def read_csv(
         )
 
 
-def write_csv(data: CrowdData, path: str | os.PathLike[str], *, truth: bool = True) -> None:
+def write_csv(
+    data: CrowdData,
+    path: str | os.PathLike[str],
+    *,
+    truth: bool = True,
+    gold: Mapping[Any, Any] | None = None,
+) -> None:
     """Write a long CSV (TSV for a ``.tsv`` path) with one row per annotation.
 
     Columns: ``task``, ``worker`` (omitted when anonymous), ``label``, and ``truth``
@@ -174,7 +189,9 @@ def write_csv(data: CrowdData, path: str | os.PathLike[str], *, truth: bool = Tr
     written as ``str(id)``, which :func:`read_csv` types back, so int, bool, float
     and string ids round-trip, except strings that read as another type (``"7"``,
     ``"True"``) and the empty string. Rows end in ``\\r\\n`` (RFC 4180) and fields
-    are quoted where needed. Features are not written. The file is written atomically.
+    are quoted where needed. Features are not written. The file is written atomically,
+    compressed when its name ends in ``.gz``, ``.bz2``, ``.xz`` or ``.zst``
+    (``crowd.csv.gz``), as the readers decompress it.
 
     Parameters
     ----------
@@ -182,6 +199,11 @@ def write_csv(data: CrowdData, path: str | os.PathLike[str], *, truth: bool = Tr
     path : str or path-like
     truth : bool, default True
         Write the truth column (when the data has truth).
+    gold : mapping or Series, optional
+        Known answers (task id -> label), such as a platform export's golden answers
+        (:func:`crowdlearn.io.platforms.export_gold`): written as a ``gold`` column, the
+        task's known answer on each of its rows (empty elsewhere), which
+        :func:`read_gold_column` reads back and the command line uses as gold.
     """
     require_data(data, "io.write_csv")
     as_path(path)
@@ -191,16 +213,107 @@ def write_csv(data: CrowdData, path: str | os.PathLike[str], *, truth: bool = Tr
     columns["label"] = _texts(data.classes, data.label)
     if truth and data.truth is not None:
         columns["truth"] = _texts(data.classes, data.truth[data.task])
-    sep = "\t" if Path(path).suffix.lower() == ".tsv" else ","
+    if gold is not None and len(gold):
+        known = {id_text(task): id_text(label) for task, label in dict(gold).items()}
+        tasks = [id_text(v) for v in data.task_ids.tolist()]
+        per_task = np.array([known.get(task, "") for task in tasks] + [""], dtype=object)
+        columns["gold"] = per_task[data.task]
+    sep = "\t" if logical_suffix(path) == ".tsv" else ","
     # Rows end in \r\n (RFC 4180, the csv module's default): the csv module quotes
     # fields holding a character of the line terminator, so a lone \r in an id is
     # quoted too. newline="" keeps the text layer from translating line endings.
-    with atomic_open(path, "wb") as raw, io.TextIOWrapper(raw, "utf-8", newline="") as handle:
+    with (
+        atomic_open(path, "wb") as raw,
+        compressing(raw, path) as packed,
+        io.TextIOWrapper(packed, "utf-8", newline="") as handle,
+    ):
         writer = csv.writer(handle, delimiter=sep, lineterminator="\r\n")
         writer.writerow(list(columns))
         cells = list(columns.values())
         for start in range(0, data.n_annotations, _CSV_BLOCK):
             writer.writerows(zip(*(c[start : start + _CSV_BLOCK] for c in cells), strict=True))
+
+
+@contextlib.contextmanager
+def compressing(raw: Any, path: str | os.PathLike[str]) -> Iterator[Any]:
+    """``raw`` compressed by ``path``'s ending (``.gz``, ``.bz2``, ``.xz``, ``.zst``; as is
+    without one); the compressed stream is finished when the block ends."""
+    codec = COMPRESSIONS.get(Path(path).suffix.lower())
+    if codec is None:
+        yield _Unclosed(raw)
+        return
+    if codec == "gzip":
+        import gzip
+
+        stream: Any = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0)
+    elif codec == "bz2":
+        import bz2
+
+        stream = bz2.BZ2File(raw, "wb")
+    elif codec == "xz":
+        import lzma
+
+        stream = lzma.LZMAFile(raw, "wb")
+    else:
+        stream = pa.CompressedOutputStream(pa.PythonFile(_Unclosed(raw), mode="w"), codec)
+    with stream:
+        yield _Unclosed(stream)
+
+
+class _Unclosed(io.RawIOBase):
+    """A writable stream whose closing (by a text layer) leaves the stream open."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self._stream.write(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+
+def read_gold_column(path: str | os.PathLike[str]) -> Any:
+    """The known answers of a long CSV/TSV file's ``gold`` column (as :func:`write_csv`
+    writes it, e.g. ``crowdlearn convert`` of a Toloka export with ``GOLDEN:``
+    answers): a Series task id -> label, typed as the reader types the ids and labels;
+    None when the file has no such column or it is empty.
+
+    The task and label columns are told as :func:`read_csv` tells them.
+    """
+    import pandas as pd
+
+    from crowdlearn.io._common import parse_ids
+    from crowdlearn.io._dispatch import _with_default_columns
+    from crowdlearn.io._source import reading_session
+
+    path = existing_path(path)
+    with reading_session(), about(_label(path)):
+        sep = sniff_delimiter(path)
+        header = _csv_header(path, sep)
+        if "gold" not in header:
+            return None
+        options = _with_default_columns({})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            found = resolve_columns(
+                header, options.get("columns"), task="task", label="label", truth=None
+            )
+        table = _read_csv_table(path, sep, [found.task, found.label, "gold"])
+        known = table.column("gold").combine_chunks()
+        rows = pc.invert(pc.is_null(known))
+        if not pc.any(rows).as_py():
+            return None
+        tasks = parse_ids(table.column(found.task).combine_chunks())
+        labels = table.column(found.label).combine_chunks()
+        typed = parse_ids(pa.concat_arrays([labels.drop_null(), known.filter(rows)]))
+        values = typed.slice(len(labels.drop_null())).to_pylist()
+        gold = pd.Series(values, index=tasks.filter(rows).to_pylist(), name="gold")
+        return gold[~gold.index.duplicated()]
 
 
 def _texts(ids: np.ndarray, codes: np.ndarray) -> np.ndarray:
