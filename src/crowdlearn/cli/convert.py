@@ -62,7 +62,7 @@ def convert(
     if gold is not None and write_to.format != "csv":  # type: ignore[attr-defined]
         note(
             f"crowdlearn: note: the known answers of {len(gold)} task(s) are not kept in the "
-            f"{write_to.format} format; convert to CSV to keep them (a gold column)"  # type: ignore[attr-defined]
+            f"{write_to.format} format; convert to CSV to keep them (a known_answer column)"  # type: ignore[attr-defined]
         )
         gold = None
     with outputs:

@@ -25,6 +25,7 @@ again).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import lzma
@@ -315,6 +316,8 @@ def describe(source: str | os.PathLike[str] | IO[bytes]) -> Source:
             known = _describe_stream(stream, STDIN)
             for _, old in _STDIN:
                 old.close()
+            if not _STDIN:
+                atexit.register(_close_stdin)
             _STDIN[:] = [(stream, known)]
         return known
     known = described(source)
@@ -330,6 +333,11 @@ def describe(source: str | os.PathLike[str] | IO[bytes]) -> Source:
     if _SESSIONS:
         _SESSIONS[0][os.fspath(source)] = found
     return found
+
+
+def _close_stdin() -> None:
+    for _, source in _STDIN:
+        source.close()
 
 
 def _stdin_stream() -> Any:

@@ -59,6 +59,9 @@ from crowdlearn.io._files import (
     sniff_delimiter,
 )
 
+#: The column of known answers (gold) that :func:`write_csv` writes and
+#: :func:`read_gold_column` reads: not ``gold``, which tables use for the truth.
+GOLD_COLUMN = "known_answer"
 #: Schema metadata key of the JSON document written by :func:`write_parquet`.
 METADATA_KEY = b"crowdlearn"
 #: File name endings read as Parquet (also inside a directory).
@@ -201,7 +204,8 @@ def write_csv(
         Write the truth column (when the data has truth).
     gold : mapping or Series, optional
         Known answers (task id -> label), such as a platform export's golden answers
-        (:func:`crowdlearn.io.platforms.export_gold`): written as a ``gold`` column, the
+        (:func:`crowdlearn.io.platforms.export_gold`): written as a ``known_answer``
+        column (:data:`GOLD_COLUMN`), the
         task's known answer on each of its rows (empty elsewhere), which
         :func:`read_gold_column` reads back and the command line uses as gold.
     """
@@ -217,7 +221,7 @@ def write_csv(
         known = {id_text(task): id_text(label) for task, label in dict(gold).items()}
         tasks = [id_text(v) for v in data.task_ids.tolist()]
         per_task = np.array([known.get(task, "") for task in tasks] + [""], dtype=object)
-        columns["gold"] = per_task[data.task]
+        columns[GOLD_COLUMN] = per_task[data.task]
     sep = "\t" if logical_suffix(path) == ".tsv" else ","
     # Rows end in \r\n (RFC 4180, the csv module's default): the csv module quotes
     # fields holding a character of the line terminator, so a lone \r in an id is
@@ -278,7 +282,7 @@ class _Unclosed(io.RawIOBase):
 
 
 def read_gold_column(path: str | os.PathLike[str]) -> Any:
-    """The known answers of a long CSV/TSV file's ``gold`` column (as :func:`write_csv`
+    """The known answers of a long CSV/TSV file's ``known_answer`` column (as :func:`write_csv`
     writes it, e.g. ``crowdlearn convert`` of a Toloka export with ``GOLDEN:``
     answers): a Series task id -> label, typed as the reader types the ids and labels;
     None when the file has no such column or it is empty.
@@ -295,7 +299,7 @@ def read_gold_column(path: str | os.PathLike[str]) -> Any:
     with reading_session(), about(_label(path)):
         sep = sniff_delimiter(path)
         header = _csv_header(path, sep)
-        if "gold" not in header:
+        if GOLD_COLUMN not in header:
             return None
         options = _with_default_columns({})
         with warnings.catch_warnings():
@@ -303,8 +307,8 @@ def read_gold_column(path: str | os.PathLike[str]) -> Any:
             found = resolve_columns(
                 header, options.get("columns"), task="task", label="label", truth=None
             )
-        table = _read_csv_table(path, sep, [found.task, found.label, "gold"])
-        known = table.column("gold").combine_chunks()
+        table = _read_csv_table(path, sep, [found.task, found.label, GOLD_COLUMN])
+        known = table.column(GOLD_COLUMN).combine_chunks()
         rows = pc.invert(pc.is_null(known))
         if not pc.any(rows).as_py():
             return None
@@ -312,7 +316,7 @@ def read_gold_column(path: str | os.PathLike[str]) -> Any:
         labels = table.column(found.label).combine_chunks()
         typed = parse_ids(pa.concat_arrays([labels.drop_null(), known.filter(rows)]))
         values = typed.slice(len(labels.drop_null())).to_pylist()
-        gold = pd.Series(values, index=tasks.filter(rows).to_pylist(), name="gold")
+        gold = pd.Series(values, index=tasks.filter(rows).to_pylist(), name=GOLD_COLUMN)
         return gold[~gold.index.duplicated()]
 
 

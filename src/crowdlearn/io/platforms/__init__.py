@@ -208,7 +208,7 @@ def _cached_export(source: str | os.PathLike[str]) -> PlatformExport:
 
 def export_gold(source: str | os.PathLike[str]) -> pd.Series | None:
     """The known answers (task id -> label) of a platform export, or of a long CSV/TSV
-    file's ``gold`` column (what ``crowdlearn convert`` writes for an export's known
+    file's ``known_answer`` column (what ``crowdlearn convert`` writes for an export's known
     answers: :func:`crowdlearn.io.longform.read_gold_column`), or None."""
     if recognise(source) is None:
         if is_batch_source(source) or logical_suffix(source) not in (".csv", ".tsv"):
