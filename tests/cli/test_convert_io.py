@@ -74,8 +74,12 @@ def test_convert_keeps_the_golden_answers_of_a_toloka_export(tmp_path):
     again = pd.read_csv(tmp_path / "converted" / "probas.csv")
     pd.testing.assert_frame_equal(original, again)
     # the gold matters here: without it, Dawid-Skene gives other probabilities
-    pd.read_csv(converted).drop(columns="known_answer").to_csv(tmp_path / "nogold.csv", index=False)
-    assert run("aggregate", tmp_path / "nogold.csv", "-s", "ds", "-o", tmp_path / "n").exit_code == 0
+    pd.read_csv(converted).drop(columns="known_answer").to_csv(
+        tmp_path / "nogold.csv", index=False
+    )
+    assert (
+        run("aggregate", tmp_path / "nogold.csv", "-s", "ds", "-o", tmp_path / "n").exit_code == 0
+    )
     without = pd.read_csv(tmp_path / "n" / "probas.csv")
     assert not original.equals(without)
 

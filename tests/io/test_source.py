@@ -57,6 +57,7 @@ def test_a_gzipped_stream_on_standard_input_is_decompressed(tmp_path):
     piped = _crowdlearn(
         ["aggregate", "-", "-s", "ds", "-o", str(tmp_path / "b")], gzip.compress(CSV.encode())
     )
+    assert by_file.returncode == 0, by_file.stderr
     assert piped.returncode == 0, piped.stderr
     assert _folder(tmp_path / "a") == _folder(tmp_path / "b")
 
@@ -85,7 +86,9 @@ def test_aggregate_opens_its_input_once(tmp_path, monkeypatch, name):
         return opener(target)
 
     monkeypatch.setattr(source_module, "_open_raw", spy)
-    result = CliRunner().invoke(cli, ["aggregate", str(path), "-s", "ds", "-o", str(tmp_path / "o")])
+    result = CliRunner().invoke(
+        cli, ["aggregate", str(path), "-s", "ds", "-o", str(tmp_path / "o")]
+    )
     assert result.exit_code == 0, result.output
     assert opened == [str(path)]
 
@@ -123,7 +126,7 @@ def test_a_compression_bomb_stops_at_the_memory_guard(tmp_path, monkeypatch, mak
     path = tmp_path / "bomb.csv.gz"
     make(path, 8_000_000)
     monkeypatch.setenv("CROWDLEARN_MEMORY_LIMIT", str(8_000_000))
-    with pytest.raises(CrowdMemoryError, match="bomb.csv.gz: the gzip-compressed content"):
+    with pytest.raises(CrowdMemoryError, match=r"bomb\.csv\.gz: the gzip-compressed content"):
         read(path)
     result = _crowdlearn(
         ["aggregate", "-", "-s", "mv", "-o", str(tmp_path / "o")],

@@ -110,12 +110,13 @@ def declare_data_output(
 
     from crowdlearn.data import CrowdDataError
     from crowdlearn.io import write
-
     from crowdlearn.io._files import COMPRESSIONS, logical_suffix
 
     path = Path(output)
     packed = path.suffix.lower() in COMPRESSIONS
-    if packed and (target_format not in (None, "csv") or logical_suffix(path) not in (".csv", ".tsv")):
+    if packed and (
+        target_format not in (None, "csv") or logical_suffix(path) not in (".csv", ".tsv")
+    ):
         raise CrowdDataError(
             f"{output}: crowdlearn writes compressed CSV/TSV files only (e.g. crowd.csv"
             f"{path.suffix}); give an output ending in .csv{path.suffix} or .tsv{path.suffix}, "
@@ -144,7 +145,9 @@ def declare_data_output(
         return _writer(lambda data: write(data, folder.staged, format="peerannot"), fmt)
     file = outputs.file(output)
     if fmt != "parquet":
-        return _writer(lambda data, **options: write(data, file.staged, format=fmt, **options), fmt)
+        return _writer(
+            lambda data, **options: write(data, file.staged, format=fmt, **options), fmt
+        )
     # Parquet keeps the features in a file beside it: a second output of the command.
     from crowdlearn.io.longform import features_path
 

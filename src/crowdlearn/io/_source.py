@@ -408,6 +408,9 @@ def _content_suffix(head: bytes) -> str:
     if head.startswith(b"PK\x03\x04"):
         return ".xlsx"
     text = head.decode("utf-8-sig", errors="replace").lstrip()
+    first, _, rest = text.partition("\n")
+    if rest.lstrip().startswith("{") and first.strip() in ("null", "[]", "{}", "true", "false"):
+        return ".jsonl"  # JSON lines whose first line is not an object
     if text.startswith("["):
         return ".json"
     if text.startswith("{"):

@@ -687,9 +687,17 @@ class _Footer:
     num_rows: int
 
 
+def parquet_input(file: Path) -> Any:
+    """What pyarrow reads a Parquet file from: its path, or for standard input (``-``)
+    the described stream."""
+    from crowdlearn.io._source import describe, is_stdin
+
+    return describe(file).arrow_file() if is_stdin(file) else file
+
+
 def _parquet_footer(file: Path) -> _Footer:
     try:
-        parquet = pq.ParquetFile(file)
+        parquet = pq.ParquetFile(parquet_input(file))
     except (pa.ArrowException, OSError) as exc:
         raise CrowdDataError(f"{file}: cannot read the file as Parquet: {exc}") from None
     return _Footer(file, parquet.schema_arrow, parquet.metadata.num_rows)
@@ -731,7 +739,7 @@ def _parquet_column(files: list[Path], name: str, length: int) -> Column:
     def chunks() -> Iterator[pa.Array]:
         for file in files:
             try:
-                parquet = pq.ParquetFile(file, read_dictionary=[name])
+                parquet = pq.ParquetFile(parquet_input(file), read_dictionary=[name])
                 for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=[name]):
                     yield normalise(batch.column(0))
             except (pa.ArrowException, OSError) as exc:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,8 +44,6 @@ from crowdlearn.io._files import (
     is_batch_source,
     logical_suffix,
     note,
-    open_text,
-    sniff_delimiter,
 )
 from crowdlearn.io.platforms._export import _NAMES, PlatformExport, _RowError
 from crowdlearn.io.platforms._json import _label_studio, _prodigy
