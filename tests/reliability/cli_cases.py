@@ -37,6 +37,12 @@ def _npy(array: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
+def _gzip(content: bytes) -> bytes:
+    import gzip
+
+    return gzip.compress(content, mtime=0)
+
+
 def _parquet(columns: dict) -> bytes:
     import io
 
@@ -96,6 +102,10 @@ def input_files() -> dict[str, bytes | None]:
         "crowd.parquet": _parquet(
             {"task": ["t1", "t1", "t2"], "worker": ["w1", "w2", "w1"], "label": ["a", "b", "a"]}
         ),
+        # ---- issue 43: io
+        "lines.jsonl": b'null\n{"task": "t1", "worker": "w1", "label": "a"}\n',
+        "cut.csv.gz": _gzip(CSV_3.encode() * 50)[:-40],
+        "packed.csv.gz": _gzip(CSV_3.encode()),
     }
 
 
@@ -1220,6 +1230,40 @@ CASES: list[Case] = [
     ),
     Case(
         "bench-out-is-a-file", ["bench", "labelme", "--out", "res"], "res", target=("res", "file")
+    ),
+    # ---- issue 43: io (one description of each input, stdin, compressed files, convert)
+    Case(
+        "io-stdin-empty", ["aggregate", "-", "-s", "mv", "-o", "out"], "<stdin>: the file is empty"
+    ),
+    Case(
+        "io-convert-compressed-parquet",
+        ["convert", "crowd.csv", "-o", "out.parquet.gz"],
+        "compressed CSV/TSV files only",
+    ),
+    Case(
+        "io-convert-compressed-without-format",
+        ["convert", "crowd.csv", "-o", "out.gz", "--to", "csv"],
+        "compressed CSV/TSV files only",
+    ),
+    Case(
+        "io-convert-compressed-json",
+        ["convert", "crowd.csv", "-o", "out.json.xz"],
+        "compressed CSV/TSV files only",
+    ),
+    Case(
+        "io-jsonl-not-an-export",
+        ["aggregate", "lines.jsonl", "-s", "mv", "-o", "out"],
+        "lines.jsonl: line 1 is null, not a JSON object",
+    ),
+    Case(
+        "io-gz-truncated-mid-row",
+        ["aggregate", "cut.csv.gz", "-s", "mv", "-o", "out"],
+        "cut.csv.gz",
+    ),
+    Case(
+        "io-convert-compressed-output-is-input",
+        ["convert", "packed.csv.gz", "-o", "packed.csv.gz", OVER],
+        "is the input",
     ),
 ]
 

@@ -90,14 +90,16 @@ def existing_path(path: str | os.PathLike[str]) -> Path:
 
 @contextlib.contextmanager
 def about(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Prefix the message of a :class:`CrowdDataError` raised inside with the file it is about."""
+    """Prefix the message of a :class:`CrowdDataError` raised inside with the file it is
+    about (``<stdin>`` for ``-``)."""
+    name = "<stdin>" if os.fspath(path) == "-" else str(path)
     try:
         yield
     except CrowdDataError as exc:
-        if str(exc).startswith(str(path)):
+        if str(exc).startswith(name):
             raise
         # Same class: a CrowdMemoryError stays a MemoryError too.
-        raise type(exc)(f"{path}: {exc}") from exc
+        raise type(exc)(f"{name}: {exc}") from exc
 
 
 def load_json(path: Path, **kwargs: Any) -> Any:

@@ -450,14 +450,7 @@ def _sniffed(found: Source) -> Source:
         platform = recognise_header(list(header)) if header else None
         return dataclasses.replace(found, delimiter=delimiter, header=header, platform=platform)
     if found.suffix == ".jsonl":
-        first = None
-        for line in _head_text(found).splitlines():
-            if line.strip():
-                try:
-                    first = json.loads(line)
-                except ValueError:
-                    first = None
-                break
+        first = _first_json_object(_head_text(found))
         if (
             isinstance(first, dict)
             and "answer" in first
@@ -470,6 +463,25 @@ def _sniffed(found: Source) -> Source:
         if start.lstrip().startswith("[") and ('"annotations"' in start or '"annotator"' in start):
             return dataclasses.replace(found, platform="labelstudio")
     return found
+
+
+def _first_json_object(text: str, lines: int = 100) -> Any:
+    """The first JSON object among the first ``lines`` lines of JSON-lines text (a stray
+    ``null`` or other non-object line before it is skipped here: the reader refuses it,
+    naming its line); None when a line is not JSON or there is no object."""
+    import json
+
+    for number, line in enumerate(text.splitlines()):
+        if number >= lines:
+            break
+        if line.strip():
+            try:
+                value = json.loads(line)
+            except ValueError:
+                return None
+            if isinstance(value, dict):
+                return value
+    return None
 
 
 def _head_text(found: Source) -> str:
