@@ -145,3 +145,30 @@ def test_a_compressed_file_under_the_guard_reads_in_full(tmp_path, monkeypatch):
     _bomb(path, 1_000_000)
     monkeypatch.setenv("CROWDLEARN_MEMORY_LIMIT", str(200_000_000))
     assert read(path, duplicates="first").n_tasks == 10_000
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["identify", "-", "-o", "{out}"],
+        ["report", "-", "-o", "{out}"],
+        ["next", "-", "--budget", "1", "-o", "{out}.csv"],
+        ["aggregate", "-", "--state", "{out}.state", "-o", "{out}"],
+        ["convert", "-", "-o", "{out}.parquet"],
+    ],
+    ids=lambda args: args[0] + ("-state" if "--state" in args else ""),
+)
+def test_every_command_reading_a_file_reads_standard_input(tmp_path, args):
+    out = str(tmp_path / "out")
+    result = CliRunner().invoke(
+        cli, [a.format(out=out) for a in args], input=gzip.compress(CSV.encode())
+    )
+    assert result.exit_code == 0, result.output
+    assert any(p.name.startswith("out") for p in tmp_path.iterdir())
+
+
+def test_a_semicolon_stream_is_read_with_a_note_naming_stdin():
+    result = CliRunner().invoke(cli, ["inspect", "-"], input=CSV.replace(",", ";").encode())
+    assert result.exit_code == 0, result.output
+    assert "<stdin>: fields are separated by semicolons" in result.stderr
+    assert "standard input" in result.output

@@ -14,22 +14,19 @@
 from __future__ import annotations
 
 import bz2  # noqa: F401  (imported so that a missing codec fails here, not mid-read)
-import csv
+import contextlib
 import glob
 import io
 import lzma
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from crowdlearn.data.errors import CrowdDataError
+from crowdlearn.io._source import COMPRESSIONS, DELIMITERS, count_outside_quotes
 
-#: Compression endings and their codec.
-COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}
-#: Delimiters recognised in a header line, in order of preference on a tie.
-DELIMITERS = (",", ";", "\t", "|")
 #: Endings of the text tables a folder of batches may hold.
 TABLE_ENDINGS = (".csv", ".tsv")
 _GLOB_CHARS = set("*?[")
@@ -161,15 +158,6 @@ def sniff_delimiter(path: str | os.PathLike[str], default: str | None = None) ->
     return best
 
 
-def count_outside_quotes(line: str, delimiter: str) -> int:
-    """How many ``delimiter`` separate the fields of a CSV line (quoted ones not counted)."""
-    try:
-        row = next(csv.reader([line], delimiter=delimiter))
-    except (csv.Error, StopIteration):
-        return 0
-    return len(row) - 1
-
-
 def is_batch_source(source: str | os.PathLike[str]) -> bool:
     """A glob pattern, or a folder holding CSV/TSV files (compressed or not)."""
     text = str(source)
@@ -214,3 +202,48 @@ def row_places(files: Sequence[Path], lengths: Sequence[int]) -> Any:
         return f"{files[index].name} row {row - starts[index]}"
 
     return place
+
+
+@contextlib.contextmanager
+def compressing(raw: Any, path: str | os.PathLike[str]) -> Iterator[Any]:
+    """``raw`` compressed by ``path``'s ending (``.gz``, ``.bz2``, ``.xz``, ``.zst``; as is
+    without one); the compressed stream is finished when the block ends."""
+    codec = COMPRESSIONS.get(Path(path).suffix.lower())
+    if codec is None:
+        yield _Unclosed(raw)
+        return
+    if codec == "gzip":
+        import gzip
+
+        stream: Any = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0)
+    elif codec == "bz2":
+        import bz2
+
+        stream = bz2.BZ2File(raw, "wb")
+    elif codec == "xz":
+        import lzma
+
+        stream = lzma.LZMAFile(raw, "wb")
+    else:
+        import pyarrow as pa
+
+        stream = pa.CompressedOutputStream(pa.PythonFile(_Unclosed(raw), mode="w"), codec)
+    with stream:
+        yield _Unclosed(stream)
+
+
+class _Unclosed(io.RawIOBase):
+    """A writable stream whose closing (by a text layer) leaves the stream open."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self._stream.write(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        self._stream.flush()

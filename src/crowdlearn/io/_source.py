@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import csv
 import io
 import lzma
 import os
@@ -51,6 +52,10 @@ HEAD = 1 << 16
 #: text. Decompressed content past the available memory divided by this is refused
 #: before it is read on.
 INFLATION = 10
+#: Compression endings and their codec.
+COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}
+#: Delimiters recognised in a header line, in order of preference on a tie.
+DELIMITERS = (",", ";", "\t", "|")
 #: The compression of a file, told by its first bytes (standard input has no name).
 MAGIC = (
     (b"\x1f\x8b", "gzip"),
@@ -358,8 +363,6 @@ def _describe_stream(stream: IO[bytes], name: str) -> Source:
 
 
 def _describe(raw: IO[bytes], name: str, path: Path | None) -> Source:
-    from crowdlearn.io._files import COMPRESSIONS
-
     label = STDIN_NAME if path is None else str(path)
     magic = raw.read(8)
     raw.seek(0)
@@ -430,12 +433,7 @@ def _content_suffix(head: bytes) -> str:
 
 def _sniffed(found: Source) -> Source:
     """The delimiter, header and platform of a described input."""
-    import csv
     import dataclasses
-    import json
-
-    from crowdlearn.io._files import DELIMITERS, count_outside_quotes
-    from crowdlearn.io.platforms import recognise_header
 
     if found.suffix in (".csv", ".tsv"):
         text = _head_text(found)
@@ -514,3 +512,25 @@ def _header_of(found: Source, delimiter: str, csv: Any) -> tuple[str, ...]:
     except csv.Error:
         row = None
     return tuple(row or ())
+
+
+def count_outside_quotes(line: str, delimiter: str) -> int:
+    """How many ``delimiter`` separate the fields of a CSV line (quoted ones not counted)."""
+    try:
+        row = next(csv.reader([line], delimiter=delimiter))
+    except (csv.Error, StopIteration):
+        return 0
+    return len(row) - 1
+
+
+def recognise_header(header: list[str]) -> str | None:
+    """The platform whose export has this CSV/TSV header, or None (the platforms'
+    headers, here so that a description tells them without importing the readers)."""
+    names = set(header)
+    if {"HITId", "WorkerId"} <= names and any(h.startswith("Answer.") for h in header):
+        return "mturk"
+    if "ASSIGNMENT:worker_id" in names and any(h.startswith("OUTPUT:") for h in header):
+        return "toloka"
+    if {"_unit_id", "_worker_id"} <= names:
+        return "crowdflower"
+    return None

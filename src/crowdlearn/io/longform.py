@@ -19,12 +19,10 @@ metadata, and :func:`read_parquet` restores them (see ``docs/formats.md``).
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
 import os
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +30,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
@@ -52,7 +49,7 @@ from crowdlearn.io._common import (
     require_data,
 )
 from crowdlearn.io._files import (
-    COMPRESSIONS,
+    compressing,
     logical_suffix,
     open_binary,
     open_text,
@@ -60,7 +57,8 @@ from crowdlearn.io._files import (
 )
 
 #: The column of known answers (gold) that :func:`write_csv` writes and
-#: :func:`read_gold_column` reads: not ``gold``, which tables use for the truth.
+#: :func:`crowdlearn.io._gold.read_gold_column` reads (not ``gold``: tables use that
+#: name for the truth).
 GOLD_COLUMN = "known_answer"
 #: Schema metadata key of the JSON document written by :func:`write_parquet`.
 METADATA_KEY = b"crowdlearn"
@@ -207,7 +205,8 @@ def write_csv(
         (:func:`crowdlearn.io.platforms.export_gold`): written as a ``known_answer``
         column (:data:`GOLD_COLUMN`), the
         task's known answer on each of its rows (empty elsewhere), which
-        :func:`read_gold_column` reads back and the command line uses as gold.
+        :func:`crowdlearn.io._gold.read_gold_column` reads back and the command line
+        uses as gold.
     """
     require_data(data, "io.write_csv")
     as_path(path)
@@ -236,88 +235,6 @@ def write_csv(
         cells = list(columns.values())
         for start in range(0, data.n_annotations, _CSV_BLOCK):
             writer.writerows(zip(*(c[start : start + _CSV_BLOCK] for c in cells), strict=True))
-
-
-@contextlib.contextmanager
-def compressing(raw: Any, path: str | os.PathLike[str]) -> Iterator[Any]:
-    """``raw`` compressed by ``path``'s ending (``.gz``, ``.bz2``, ``.xz``, ``.zst``; as is
-    without one); the compressed stream is finished when the block ends."""
-    codec = COMPRESSIONS.get(Path(path).suffix.lower())
-    if codec is None:
-        yield _Unclosed(raw)
-        return
-    if codec == "gzip":
-        import gzip
-
-        stream: Any = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0)
-    elif codec == "bz2":
-        import bz2
-
-        stream = bz2.BZ2File(raw, "wb")
-    elif codec == "xz":
-        import lzma
-
-        stream = lzma.LZMAFile(raw, "wb")
-    else:
-        stream = pa.CompressedOutputStream(pa.PythonFile(_Unclosed(raw), mode="w"), codec)
-    with stream:
-        yield _Unclosed(stream)
-
-
-class _Unclosed(io.RawIOBase):
-    """A writable stream whose closing (by a text layer) leaves the stream open."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        self._stream.write(bytes(data))
-        return len(data)
-
-    def flush(self) -> None:
-        self._stream.flush()
-
-
-def read_gold_column(path: str | os.PathLike[str]) -> Any:
-    """The known answers of a long CSV/TSV file's ``known_answer`` column (as :func:`write_csv`
-    writes it, e.g. ``crowdlearn convert`` of a Toloka export with ``GOLDEN:``
-    answers): a Series task id -> label, typed as the reader types the ids and labels;
-    None when the file has no such column or it is empty.
-
-    The task and label columns are told as :func:`read_csv` tells them.
-    """
-    import pandas as pd
-
-    from crowdlearn.io._common import parse_ids
-    from crowdlearn.io._dispatch import _with_default_columns
-    from crowdlearn.io._source import reading_session
-
-    path = existing_path(path)
-    with reading_session(), about(_label(path)):
-        sep = sniff_delimiter(path)
-        header = _csv_header(path, sep)
-        if GOLD_COLUMN not in header:
-            return None
-        options = _with_default_columns({})
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            found = resolve_columns(
-                header, options.get("columns"), task="task", label="label", truth=None
-            )
-        table = _read_csv_table(path, sep, [found.task, found.label, GOLD_COLUMN])
-        known = table.column(GOLD_COLUMN).combine_chunks()
-        rows = pc.invert(pc.is_null(known))
-        if not pc.any(rows).as_py():
-            return None
-        tasks = parse_ids(table.column(found.task).combine_chunks())
-        labels = table.column(found.label).combine_chunks()
-        typed = parse_ids(pa.concat_arrays([labels.drop_null(), known.filter(rows)]))
-        values = typed.slice(len(labels.drop_null())).to_pylist()
-        gold = pd.Series(values, index=tasks.filter(rows).to_pylist(), name=GOLD_COLUMN)
-        return gold[~gold.index.duplicated()]
 
 
 def _texts(ids: np.ndarray, codes: np.ndarray) -> np.ndarray:

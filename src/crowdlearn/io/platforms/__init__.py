@@ -45,6 +45,7 @@ from crowdlearn.io._files import (
     logical_suffix,
     note,
 )
+from crowdlearn.io._source import recognise_header
 from crowdlearn.io.platforms._export import _NAMES, PlatformExport, _RowError
 from crowdlearn.io.platforms._json import _label_studio, _prodigy
 from crowdlearn.io.platforms._tables import (
@@ -85,18 +86,6 @@ def _option(name: str, given: Any) -> Any:
 
 
 # ----------------------------------------------------------------------- recognising
-
-
-def recognise_header(header: list[str]) -> str | None:
-    """The platform whose export has this CSV/TSV header, or None."""
-    names = set(header)
-    if {"HITId", "WorkerId"} <= names and any(h.startswith("Answer.") for h in header):
-        return "mturk"
-    if "ASSIGNMENT:worker_id" in names and any(h.startswith("OUTPUT:") for h in header):
-        return "toloka"
-    if {"_unit_id", "_worker_id"} <= names:
-        return "crowdflower"
-    return None
 
 
 def recognise(source: str | os.PathLike[str]) -> str | None:
@@ -206,11 +195,11 @@ def _cached_export(source: str | os.PathLike[str]) -> PlatformExport:
 def export_gold(source: str | os.PathLike[str]) -> pd.Series | None:
     """The known answers (task id -> label) of a platform export, or of a long CSV/TSV
     file's ``known_answer`` column (what ``crowdlearn convert`` writes for an export's known
-    answers: :func:`crowdlearn.io.longform.read_gold_column`), or None."""
+    answers: :func:`crowdlearn.io._gold.read_gold_column`), or None."""
     if recognise(source) is None:
         if is_batch_source(source) or logical_suffix(source) not in (".csv", ".tsv"):
             return None
-        from crowdlearn.io.longform import read_gold_column
+        from crowdlearn.io._gold import read_gold_column
 
         return read_gold_column(source)
     return _cached_export(source).gold
