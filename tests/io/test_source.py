@@ -172,3 +172,16 @@ def test_a_semicolon_stream_is_read_with_a_note_naming_stdin():
     assert result.exit_code == 0, result.output
     assert "<stdin>: fields are separated by semicolons" in result.stderr
     assert "standard input" in result.output
+
+
+def test_a_file_replaced_within_a_session_is_described_again(tmp_path):
+    path = tmp_path / "crowd.csv"
+    path.write_text(CSV)
+    with reading_session():
+        first = read(path)
+        replaced = tmp_path / "new.csv"
+        replaced.write_text(CSV.replace("t2", "t3"))
+        replaced.replace(path)
+        again = read(path)
+        assert again != first
+        assert again.task_ids.tolist() == ["t1", "t3"]

@@ -119,11 +119,6 @@ class Source:
         """The input's name in messages."""
         return STDIN_NAME if self.path is None else str(self.path)
 
-    @property
-    def size(self) -> int:
-        """The bytes of the (maybe compressed) content as stored."""
-        return os.fstat(self._raw.fileno()).st_size
-
     def open(self) -> IO[bytes]:
         """The whole (decompressed) content, from the start, read through the one
         handle; closing the stream leaves the handle open for the next reader."""
@@ -287,7 +282,26 @@ def described(path: str | os.PathLike[str]) -> Source | None:
         return None
     if not _SESSIONS:
         return None
-    return _SESSIONS[0].get(os.fspath(path))
+    known = _SESSIONS[0].get(os.fspath(path))
+    if known is not None and not _same_file(known, path):
+        # replaced since it was described (a command that writes what it read)
+        del _SESSIONS[0][os.fspath(path)]
+        known.close()
+        return None
+    return known
+
+
+def _same_file(source: Source, path: str | os.PathLike[str]) -> bool:
+    try:
+        now, then = os.stat(path), os.fstat(source._raw.fileno())
+    except OSError:
+        return False
+    return (now.st_ino, now.st_dev, now.st_size, now.st_mtime_ns) == (
+        then.st_ino,
+        then.st_dev,
+        then.st_size,
+        then.st_mtime_ns,
+    )
 
 
 def describe(source: str | os.PathLike[str] | IO[bytes]) -> Source:
