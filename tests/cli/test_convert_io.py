@@ -101,3 +101,18 @@ def test_a_zstd_file_written_by_arrow_converts(tmp_path):
     result = run("convert", source, "-o", tmp_path / "y.csv")
     assert result.exit_code == 0, result.output
     assert read(tmp_path / "y.csv").n_annotations == 6
+
+
+def test_label_sets_convert_to_a_compressed_csv_that_reads_back(tmp_path):
+    from pathlib import Path
+
+    from crowdlearn.io import read_kind
+
+    batches = Path(__file__).parents[1] / "io" / "platform_files" / "crowdflower"
+    for name in ("sets.csv", "sets.csv.bz2"):
+        result = run("convert", batches, "-o", tmp_path / name)
+        assert result.exit_code == 0, result.output
+    assert (tmp_path / "sets.csv.bz2").read_bytes().startswith(MAGIC["bz2"])
+    plain = read_kind(tmp_path / "sets.csv", "multilabel")
+    packed = read_kind(tmp_path / "sets.csv.bz2", "multilabel")
+    assert packed.to_frame().equals(plain.to_frame())

@@ -79,8 +79,9 @@ def _convert_label_sets(
 
     from crowdlearn._atomic import atomic_open
     from crowdlearn.data import CrowdDataError
+    from crowdlearn.io._files import compressing, logical_suffix
 
-    if (target_format or Path(output).suffix.lstrip(".").lower()) not in ("csv", "tsv"):
+    if (target_format or logical_suffix(output).lstrip(".")) not in ("csv", "tsv"):
         raise CrowdDataError(
             f"{source} holds label sets, written as a long CSV file (task, worker, label as a "
             "JSON list); give an output ending in .csv"
@@ -89,8 +90,9 @@ def _convert_label_sets(
     answers = _kinds.read_answers(source, "multilabel", None, None, None, duplicates)
     frame = answers.to_frame()
     frame["label"] = [json.dumps(list(map(_plain, labels))) for labels in frame["label"]]
-    with outputs, atomic_open(file.staged) as handle:
-        frame.to_csv(handle, index=False, sep="\t" if output.endswith(".tsv") else ",")
+    sep = "\t" if logical_suffix(output) == ".tsv" else ","
+    with outputs, atomic_open(file.staged, "wb") as raw, compressing(raw, output) as packed:
+        frame.to_csv(packed, index=False, sep=sep, encoding="utf-8")
     click.echo(f"{answers} -> {output}")
 
 
