@@ -75,7 +75,6 @@ def _convert_label_sets(
 ) -> None:
     """A platform export of label sets as a long CSV: task, worker, label (a JSON list),
     which ``--kind multilabel`` reads back."""
-    from pathlib import Path
 
     from crowdlearn._atomic import atomic_open
     from crowdlearn.data import CrowdDataError
