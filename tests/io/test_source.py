@@ -185,3 +185,25 @@ def test_a_file_replaced_within_a_session_is_described_again(tmp_path):
         again = read(path)
         assert again != first
         assert again.task_ids.tolist() == ["t1", "t3"]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            b"\x93NUMPY\x01\x00v\x00{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }",
+            "answer matrices are read from files",
+        ),
+        (b"PK\x03\x04 a workbook", "an Excel workbook is read from a file"),
+        (b"", "<stdin>: the file is empty"),
+        (gzip.compress(CSV.encode())[:-12], "<stdin>: cannot read the input"),
+    ],
+    ids=["npy", "xlsx", "empty", "truncated-gzip"],
+)
+def test_what_standard_input_cannot_be_is_one_line(tmp_path, content, expected):
+    result = CliRunner().invoke(cli, ["aggregate", "-", "-o", str(tmp_path / "o")], input=content)
+    lines = result.stderr.splitlines()
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and lines[0].startswith("crowdlearn: error: ")
+    assert expected in lines[0]
+    assert not (tmp_path / "o").exists()

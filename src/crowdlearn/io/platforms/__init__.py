@@ -106,9 +106,14 @@ def recognise(source: str | os.PathLike[str]) -> str | None:
 
 
 def _recognise_file(path: Path) -> str | None:
-    from crowdlearn.io._source import describe, reading_session
+    from crowdlearn.io._source import describe, is_stdin, reading_session
 
     suffix = logical_suffix(path)
+    if suffix == ".xlsx" and is_stdin(path):
+        raise CrowdDataError(
+            "an Excel workbook is read from a file, not from standard input; save it to a "
+            "file (.xlsx) first"
+        )
     if suffix == ".xlsx":
         return recognise_header([str(c) for c in excel_text(path).columns])
     if suffix not in (".csv", ".tsv", ".jsonl", ".json"):
