@@ -1261,6 +1261,12 @@ CASES: list[Case] = [
         "cut.csv.gz",
     ),
     Case(
+        "io-stdin-dask",
+        ["aggregate", "-", "--engine", "dask", "-s", "mv", "-o", "out"],
+        "not standard input",
+        skip_if="dask",
+    ),
+    Case(
         "io-convert-compressed-output-is-input",
         ["convert", "packed.csv.gz", "-o", "packed.csv.gz", OVER],
         "is the input",

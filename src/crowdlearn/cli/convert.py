@@ -74,8 +74,7 @@ def _convert_label_sets(
     source: str, output: str, target_format: str | None, duplicates: str, outputs: Outputs
 ) -> None:
     """A platform export of label sets as a long CSV: task, worker, label (a JSON list),
-    which ``--kind multilabel`` reads back."""
-
+    which ``--kind multilabel`` reads back (compressed by the output's ending)."""
     from crowdlearn._atomic import atomic_open
     from crowdlearn.data import CrowdDataError
     from crowdlearn.io._files import compressing, logical_suffix
