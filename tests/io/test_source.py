@@ -207,3 +207,21 @@ def test_what_standard_input_cannot_be_is_one_line(tmp_path, content, expected):
     assert len(lines) == 1 and lines[0].startswith("crowdlearn: error: ")
     assert expected in lines[0]
     assert not (tmp_path / "o").exists()
+
+
+def test_a_row_past_arrows_capacity_is_one_clear_error(tmp_path, monkeypatch):
+    """A 3 GB line makes Arrow raise ArrowCapacityError (exit 70 before); a test cannot
+    build one, so Arrow's reader raises it here as it does on such a line."""
+    import pyarrow as pa
+
+    import crowdlearn.io.longform as longform
+    from crowdlearn.data import CrowdDataError
+
+    def too_long(*args, **kwargs):
+        raise pa.ArrowCapacityError("array cannot contain more than 2147483646 bytes")
+
+    monkeypatch.setattr(longform, "_arrow_csv_stream", too_long)
+    path = tmp_path / "crowd.csv.gz"
+    path.write_bytes(gzip.compress(CSV.encode()))
+    with pytest.raises(CrowdDataError, match=r"crowd\.csv\.gz: a row is longer than"):
+        read(path)
