@@ -3,12 +3,14 @@ input, compressed input under the memory guard."""
 
 from __future__ import annotations
 
+import builtins
 import gzip
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
@@ -86,11 +88,26 @@ def test_aggregate_opens_its_input_once(tmp_path, monkeypatch, name):
         return opener(target)
 
     monkeypatch.setattr(source_module, "_open_raw", spy)
+    # any other way of opening it counts too (it used to be opened 11 times)
+    other: list[str] = []
+    builtin_open, arrow_open = builtins.open, pa.input_stream
+
+    def counted(opener):
+        def wrapper(target, *args, **kwargs):
+            if str(target) == str(path):
+                other.append(opener.__name__)
+            return opener(target, *args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(builtins, "open", counted(builtin_open))
+    monkeypatch.setattr(pa, "input_stream", counted(arrow_open))
     result = CliRunner().invoke(
         cli, ["aggregate", str(path), "-s", "ds", "-o", str(tmp_path / "o")]
     )
     assert result.exit_code == 0, result.output
     assert opened == [str(path)]
+    assert other == ["open"]  # the one open, by _open_raw
 
 
 def test_the_description_is_made_once_in_a_session(tmp_path):
