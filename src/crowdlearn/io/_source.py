@@ -140,6 +140,13 @@ class Source:
         """Close the handle."""
         self._raw.close()
 
+    def __enter__(self) -> Source:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.path is not None:
+            self.close()
+
 
 class _Borrowed(io.RawIOBase):
     """A handle lent to one reader: closing it does not close the handle."""
@@ -309,7 +316,8 @@ def describe(source: str | os.PathLike[str] | IO[bytes]) -> Source:
 
     Within a :func:`reading_session` the description is kept, so every later
     description of the same path (and every reader of it) reuses it and its one open
-    handle.
+    handle, closed when the session ends; outside one, close it (``with
+    describe(path) as source:``).
 
     Parameters
     ----------
