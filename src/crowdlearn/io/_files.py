@@ -79,12 +79,12 @@ def _source_of(path: str | os.PathLike[str]) -> Any:
     """The :class:`~crowdlearn.io._source.Source` to read ``path`` through: the one
     already described, else (inside a reading session, or for standard input) a new
     description; None outside a session."""
-    from crowdlearn.io._source import _SESSIONS, describe, described, is_stdin
+    from crowdlearn.io._source import describe, described, in_session, is_stdin
 
     known = described(path)
     if known is not None:
         return known
-    if is_stdin(path) or _SESSIONS:
+    if is_stdin(path) or in_session():
         return describe(path)
     return None
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import contextvars
 import csv
 import io
 import lzma
@@ -255,8 +256,11 @@ class _Guarded(io.RawIOBase):
 
 # ---------------------------------------------------------------- describing
 
-#: The descriptions of the open reading sessions (innermost last).
-_SESSIONS: list[dict[str, Source]] = []
+#: The descriptions of the open reading session, by path (a context variable: each
+#: thread and task has its own).
+_SESSION: contextvars.ContextVar[dict[str, Source] | None] = contextvars.ContextVar(
+    "crowdlearn_reading_session", default=None
+)
 #: Standard input's stream and its description: described once per stream (it can be
 #: read only once; a test runner may swap ``sys.stdin`` between commands).
 _STDIN: list[tuple[Any, Source]] = []
@@ -266,18 +270,23 @@ _STDIN: list[tuple[Any, Source]] = []
 def reading_session() -> Iterator[None]:
     """Within the block, each input is described once and its handle kept; at the end
     the handles opened in the block are closed. Nested blocks share the outer one's."""
-    if _SESSIONS:
+    if _SESSION.get() is not None:
         yield
         return
     sources: dict[str, Source] = {}
-    _SESSIONS.append(sources)
+    token = _SESSION.set(sources)
     try:
         yield
     finally:
-        _SESSIONS.remove(sources)
+        _SESSION.reset(token)
         for source in sources.values():
             if source.path is not None:
                 source.close()
+
+
+def in_session() -> bool:
+    """Whether a :func:`reading_session` is open."""
+    return _SESSION.get() is not None
 
 
 def described(path: str | os.PathLike[str]) -> Source | None:
@@ -287,12 +296,13 @@ def described(path: str | os.PathLike[str]) -> Source | None:
         if _STDIN and _STDIN[0][0] is _stdin_stream():
             return _STDIN[0][1]
         return None
-    if not _SESSIONS:
+    sources = _SESSION.get()
+    if sources is None:
         return None
-    known = _SESSIONS[0].get(os.fspath(path))
+    known = sources.get(os.fspath(path))
     if known is not None and not _same_file(known, path):
         # replaced since it was described (a command that writes what it read)
-        del _SESSIONS[0][os.fspath(path)]
+        del sources[os.fspath(path)]
         known.close()
         return None
     return known
@@ -357,8 +367,9 @@ def describe(source: str | os.PathLike[str] | IO[bytes]) -> Source:
     except BaseException:
         raw.close()
         raise
-    if _SESSIONS:
-        _SESSIONS[0][os.fspath(source)] = found
+    sources = _SESSION.get()
+    if sources is not None:
+        sources[os.fspath(source)] = found
     return found
 
 
