@@ -210,7 +210,8 @@ def compressing(raw: Any, path: str | os.PathLike[str]) -> Iterator[Any]:
     without one); the compressed stream is finished when the block ends."""
     codec = COMPRESSIONS.get(Path(path).suffix.lower())
     if codec is None:
-        yield _Unclosed(raw)
+        with _Unclosed(raw) as lent:
+            yield lent
         return
     if codec == "gzip":
         import gzip
@@ -228,8 +229,8 @@ def compressing(raw: Any, path: str | os.PathLike[str]) -> Iterator[Any]:
         import pyarrow as pa
 
         stream = pa.CompressedOutputStream(pa.PythonFile(_Unclosed(raw), mode="w"), codec)
-    with stream:
-        yield _Unclosed(stream)
+    with stream, _Unclosed(stream) as lent:
+        yield lent
 
 
 class _Unclosed(io.RawIOBase):
@@ -246,4 +247,5 @@ class _Unclosed(io.RawIOBase):
         return len(data)
 
     def flush(self) -> None:
-        self._stream.flush()
+        if not self.closed and not getattr(self._stream, "closed", False):
+            self._stream.flush()
