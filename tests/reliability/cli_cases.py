@@ -38,6 +38,12 @@ def _npy(array: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
+def _gzip(content: bytes) -> bytes:
+    import gzip
+
+    return gzip.compress(content, mtime=0)
+
+
 def _parquet(columns: dict) -> bytes:
     import io
 
@@ -177,6 +183,10 @@ def input_files() -> dict[str, bytes | None]:
         "bomb/t1/w1.png": _png_header_only(40_000, 40_000),
         "bomb/t1/w2.png": _png_header_only(40_000, 40_000),
         "npybomb/t1/w1.npy": _npy_header_only((400_000, 400_000)),
+        # ---- issue 43: io
+        "lines.jsonl": b'null\n{"task": "t1", "worker": "w1", "label": "a"}\n',
+        "cut.csv.gz": _gzip(CSV_3.encode() * 50)[:-40],
+        "packed.csv.gz": _gzip(CSV_3.encode()),
     }
 
 
@@ -1420,6 +1430,46 @@ CASES: list[Case] = [
         "aggregate-mask-npy-declaring-too-much",
         ["aggregate", "npybomb", "--kind", "mask", "-o", "out"],
         "npybomb/t1/w1.npy: the array declares shape (400000, 400000)",
+    ),
+    # ---- issue 43: io (one description of each input, stdin, compressed files, convert)
+    Case(
+        "io-stdin-empty", ["aggregate", "-", "-s", "mv", "-o", "out"], "<stdin>: the file is empty"
+    ),
+    Case(
+        "io-convert-compressed-parquet",
+        ["convert", "crowd.csv", "-o", "out.parquet.gz"],
+        "compressed CSV/TSV files only",
+    ),
+    Case(
+        "io-convert-compressed-without-format",
+        ["convert", "crowd.csv", "-o", "out.gz", "--to", "csv"],
+        "compressed CSV/TSV files only",
+    ),
+    Case(
+        "io-convert-compressed-json",
+        ["convert", "crowd.csv", "-o", "out.json.xz"],
+        "compressed CSV/TSV files only",
+    ),
+    Case(
+        "io-jsonl-not-an-export",
+        ["aggregate", "lines.jsonl", "-s", "mv", "-o", "out"],
+        "lines.jsonl: line 1 is null, not a JSON object",
+    ),
+    Case(
+        "io-gz-truncated-mid-row",
+        ["aggregate", "cut.csv.gz", "-s", "mv", "-o", "out"],
+        "cut.csv.gz",
+    ),
+    Case(
+        "io-stdin-dask",
+        ["aggregate", "-", "--engine", "dask", "-s", "mv", "-o", "out"],
+        "not standard input",
+        skip_if="dask",
+    ),
+    Case(
+        "io-convert-compressed-output-is-input",
+        ["convert", "packed.csv.gz", "-o", "packed.csv.gz", OVER],
+        "is the input",
     ),
 ]
 

@@ -274,26 +274,18 @@ def read_answers(
 
 
 def detected_kind(data: str, engine: str) -> str:
-    """The kind DATA's columns say (comparisons: a left/right pair), with a note."""
+    """The kind DATA holds, as its description in ``crowdlearn.io`` says (a platform
+    export's kind, comparisons for a left/right pair), with a note for comparisons."""
     from crowdlearn import datasets
-    from crowdlearn.io import detect_kind
+    from crowdlearn.io._dispatch import _with_default_columns
     from crowdlearn.io._files import is_batch_source
-    from crowdlearn.io.kinds import _header
-    from crowdlearn.io.platforms import recognise
+    from crowdlearn.io.kinds import source_kind
 
     if data in datasets.list():
         return "class"
-    if is_batch_source(data) or recognise(data) is not None:
-        return platform_kind(data)
-    require_input(data)
-    from crowdlearn.io._dispatch import _with_default_columns
-
-    columns = _with_default_columns({}).get("columns")
-    try:
-        header = _header(Path(data))
-    except CrowdDataError:
-        return "class"  # the reader says what is wrong with the file
-    kind = detect_kind(header, columns)
+    if not is_batch_source(data):
+        require_input(data)
+    kind = source_kind(data, _with_default_columns({}).get("columns"))
     if kind == "comparison":
         note(
             "crowdlearn: note: reading pairwise comparisons (the file has left and right "

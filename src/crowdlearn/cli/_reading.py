@@ -22,11 +22,14 @@ from crowdlearn.cli._app import note
 
 def input_paths(data: str, root: str | None = None) -> list[str]:
     """The files a command reads for DATA: the files of a registry dataset (``labelme``)
-    that are present, the files of a glob or folder of batches, else DATA itself
-    (declared with :meth:`Outputs.reads`, so that no output may replace them)."""
+    that are present, the files of a glob or folder of batches, nothing for ``-``
+    (standard input), else DATA itself (declared with :meth:`Outputs.reads`, so that no
+    output may replace them)."""
     from crowdlearn import datasets
     from crowdlearn.io._files import batch_files, is_batch_source
 
+    if data == "-":
+        return []
     if data in datasets.list():
         base = datasets.data_root(root)
         present = (base / rel for rel in datasets.info(data).files)
@@ -158,6 +161,7 @@ def reading_options(command: Callable[..., Any]) -> Callable[..., Any]:
         **kwargs: Any,
     ) -> Any:
         from crowdlearn.io import default_columns
+        from crowdlearn.io._source import reading_session
         from crowdlearn.io.platforms import platform_options
 
         # The Dask engine reads Parquet with dask itself, not crowdlearn.io.read.
@@ -170,6 +174,7 @@ def reading_options(command: Callable[..., Any]) -> Callable[..., Any]:
             default_columns(columns, truth_column),
             platform_options(answer, task_field, keep_rejected),
             notes_on_stderr(),
+            reading_session(),
         ):
             return command(*args, **kwargs)
 

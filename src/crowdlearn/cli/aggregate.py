@@ -631,6 +631,11 @@ def _check_dask_input(data: str) -> None:
     """The Dask engine reads Parquet only (a file, or a folder of Parquet files)."""
     from crowdlearn.io import detect_format
 
+    if data == "-":
+        raise CrowdDataError(
+            "--engine dask reads Parquet files by their path, not standard input; save the "
+            "input to a .parquet file first"
+        )
     try:
         fmt = detect_format(data)
     except CrowdDataError:

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 import crowdlearn.cli._kinds as _kinds
-from crowdlearn.cli._app import cli
+from crowdlearn.cli._app import cli, note
 from crowdlearn.cli._output import Outputs
 from crowdlearn.cli._reading import duplicates_option, reading_options
 
@@ -45,6 +45,7 @@ def convert(
     """Convert crowd data SOURCE to OUTPUT (long CSV/Parquet, peerannot folder, matrix)."""
     from crowdlearn.data import CrowdDataError
     from crowdlearn.io import detect_format, read
+    from crowdlearn.io.platforms import export_gold
 
     outputs = Outputs(overwrite, reads=[source])
     if source_format is None and _kinds.platform_kind(source) == "multilabel":
@@ -57,8 +58,15 @@ def convert(
         matrix = False
     options = {} if matrix else {"duplicates": duplicates}  # a matrix has no repeated pair
     data = read(source, format=source_format, **options)
+    gold = None if source_format is not None else export_gold(source)
+    if gold is not None and write_to.format != "csv":  # type: ignore[attr-defined]
+        note(
+            f"crowdlearn: note: the known answers of {len(gold)} task(s) are not kept in the "
+            f"{write_to.format} format; convert to CSV to keep them (a known_answer column)"  # type: ignore[attr-defined]
+        )
+        gold = None
     with outputs:
-        write_to(data)
+        write_to(data, **({} if gold is None else {"gold": gold}))
     click.echo(f"{data} -> {output}")
 
 
@@ -66,13 +74,12 @@ def _convert_label_sets(
     source: str, output: str, target_format: str | None, duplicates: str, outputs: Outputs
 ) -> None:
     """A platform export of label sets as a long CSV: task, worker, label (a JSON list),
-    which ``--kind multilabel`` reads back."""
-    from pathlib import Path
-
+    which ``--kind multilabel`` reads back (compressed by the output's ending)."""
     from crowdlearn._atomic import atomic_open
     from crowdlearn.data import CrowdDataError
+    from crowdlearn.io._files import compressing, logical_suffix
 
-    if (target_format or Path(output).suffix.lstrip(".").lower()) not in ("csv", "tsv"):
+    if (target_format or logical_suffix(output).lstrip(".")) not in ("csv", "tsv"):
         raise CrowdDataError(
             f"{source} holds label sets, written as a long CSV file (task, worker, label as a "
             "JSON list); give an output ending in .csv"
@@ -81,8 +88,9 @@ def _convert_label_sets(
     answers = _kinds.read_answers(source, "multilabel", None, None, None, duplicates)
     frame = answers.to_frame()
     frame["label"] = [json.dumps(list(map(_plain, labels))) for labels in frame["label"]]
-    with outputs, atomic_open(file.staged) as handle:
-        frame.to_csv(handle, index=False, sep="\t" if output.endswith(".tsv") else ",")
+    sep = "\t" if logical_suffix(output) == ".tsv" else ","
+    with outputs, atomic_open(file.staged, "wb") as raw, compressing(raw, output) as packed:
+        frame.to_csv(packed, index=False, sep=sep, encoding="utf-8")
     click.echo(f"{answers} -> {output}")
 
 
@@ -102,8 +110,18 @@ def declare_data_output(
 
     from crowdlearn.data import CrowdDataError
     from crowdlearn.io import write
+    from crowdlearn.io._files import COMPRESSIONS, logical_suffix
 
     path = Path(output)
+    packed = path.suffix.lower() in COMPRESSIONS
+    if packed and (
+        target_format not in (None, "csv") or logical_suffix(path) not in (".csv", ".tsv")
+    ):
+        raise CrowdDataError(
+            f"{output}: crowdlearn writes compressed CSV/TSV files only (e.g. crowd.csv"
+            f"{path.suffix}); give an output ending in .csv{path.suffix} or .tsv{path.suffix}, "
+            f"or one without {path.suffix}"
+        )
     if target_format is not None:
         fmt = target_format
     elif path.suffix == "" and not path.is_file():
@@ -124,10 +142,12 @@ def declare_data_output(
                 )
             path = path.parent
         folder = outputs.folder(str(path))
-        return lambda data: write(data, folder.staged, format="peerannot")
+        return _writer(lambda data: write(data, folder.staged, format="peerannot"), fmt)
     file = outputs.file(output)
     if fmt != "parquet":
-        return lambda data: write(data, file.staged, format=fmt)
+        return _writer(
+            lambda data, **options: write(data, file.staged, format=fmt, **options), fmt
+        )
     # Parquet keeps the features in a file beside it: a second output of the command.
     from crowdlearn.io.longform import features_path
 
@@ -139,4 +159,10 @@ def declare_data_output(
         if written.exists():
             written.replace(companion.staged)
 
-    return write_parquet
+    return _writer(write_parquet, fmt)
+
+
+def _writer(function: Callable[..., None], fmt: str) -> Callable[..., None]:
+    """``function`` with the format it writes as its ``format`` attribute."""
+    function.format = fmt  # type: ignore[attr-defined]
+    return function

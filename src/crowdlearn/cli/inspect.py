@@ -18,6 +18,9 @@ def _container(data: str) -> str:
     """What DATA is on disk: a file (and its compression), a folder or a batch."""
     from crowdlearn.io._files import batch_files, compression, is_batch_source
 
+    if data == "-":
+        codec = compression(data)
+        return f"standard input, {codec}-compressed" if codec else "standard input"
     if is_batch_source(data):
         files = batch_files(data)
         return f"a batch of {len(files)} files ({files[0].name} ... {files[-1].name})"

@@ -7,7 +7,9 @@ nothing when the data does not fit the format. A write followed by a read gives
 back equal data (see each writer for what its format cannot hold).
 
 Use :func:`read` and :func:`write` to pick the format from the path, or the
-per-format functions for their options. The names are imported on first use.
+per-format functions for their options; ``"-"`` reads standard input. :func:`describe`
+tells what an input is (format, compression, delimiter, header, platform) once, in a
+:class:`Source` that the readers read from. The names are imported on first use.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from crowdlearn._lazy import attach
 
 if TYPE_CHECKING:
     from crowdlearn.io._dispatch import FORMATS, default_columns, detect_format, read, write
+    from crowdlearn.io._source import Source, describe
     from crowdlearn.io.kinds import KINDS, detect_kind, read_kind, read_table
     from crowdlearn.io.longform import read_csv, read_parquet, write_csv, write_parquet
     from crowdlearn.io.matrix import read_matrix, to_matrix, write_matrix
@@ -31,6 +34,8 @@ __getattr__, __dir__ = attach(
         "detect_format": "._dispatch",
         "read": "._dispatch",
         "write": "._dispatch",
+        "Source": "._source",
+        "describe": "._source",
         "KINDS": ".kinds",
         "detect_kind": ".kinds",
         "read_kind": ".kinds",
@@ -51,7 +56,9 @@ __getattr__, __dir__ = attach(
 __all__ = [
     "FORMATS",
     "KINDS",
+    "Source",
     "default_columns",
+    "describe",
     "detect_format",
     "detect_kind",
     "read",

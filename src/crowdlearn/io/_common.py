@@ -78,8 +78,11 @@ def npy_problem(exc: BaseException) -> str:
 
 
 def existing_path(path: str | os.PathLike[str]) -> Path:
-    """``path`` as a :class:`~pathlib.Path`; a :class:`CrowdDataError` when it does not exist."""
+    """``path`` as a :class:`~pathlib.Path`; a :class:`CrowdDataError` when it does not exist
+    (``-``, standard input, always does)."""
     path = as_path(path)
+    if os.fspath(path) == "-":  # standard input (see crowdlearn.io._source)
+        return path
     if not path.exists():
         raise CrowdDataError(f"{path}: no such file or directory")
     return path
@@ -87,14 +90,16 @@ def existing_path(path: str | os.PathLike[str]) -> Path:
 
 @contextlib.contextmanager
 def about(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Prefix the message of a :class:`CrowdDataError` raised inside with the file it is about."""
+    """Prefix the message of a :class:`CrowdDataError` raised inside with the file it is
+    about (``<stdin>`` for ``-``)."""
+    name = "<stdin>" if os.fspath(path) == "-" else str(path)
     try:
         yield
     except CrowdDataError as exc:
-        if str(exc).startswith(str(path)):
+        if str(exc).startswith(name):
             raise
         # Same class: a CrowdMemoryError stays a MemoryError too.
-        raise type(exc)(f"{path}: {exc}") from exc
+        raise type(exc)(f"{name}: {exc}") from exc
 
 
 def load_json(path: Path, **kwargs: Any) -> Any:

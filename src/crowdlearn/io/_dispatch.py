@@ -14,6 +14,7 @@ import pandas as pd
 from crowdlearn.data import CrowdData, CrowdDataError
 from crowdlearn.io._common import as_path, existing_path, require_data
 from crowdlearn.io._files import compression, is_batch_source, logical_suffix
+from crowdlearn.io._source import STDIN_NAME, is_stdin
 from crowdlearn.io.longform import (
     PARQUET_SUFFIXES,
     read_csv,
@@ -99,12 +100,43 @@ def detect_format(path: str | os.PathLike[str]) -> str:
             f"holds (e.g. crowd.csv{path.suffix}); decompress it first ({tool} {path}) or "
             f"rename it"
         )
+    if fmt is None and suffix == ".jsonl" and (is_stdin(path) or path.is_file()):
+        raise CrowdDataError(_json_lines_problem(path))
     if fmt is None:
         raise CrowdDataError(
             f"{path}: cannot tell the format from the ending {path.suffix!r}; pass format= "
             f"(one of {', '.join(FORMATS)}) or use one of the endings {', '.join(_BY_SUFFIX)}"
         )
     return fmt
+
+
+def _json_lines_problem(path: Path) -> str:
+    """Why a JSON-lines file is not read: crowdlearn reads JSON lines as Prodigy exports;
+    names the first line that is not a JSON object, by its number."""
+    import json
+
+    from crowdlearn.io._source import describe, reading_session
+
+    with reading_session():
+        found = describe(path)
+        label = found.label
+        lines = found.head.decode("utf-8", errors="replace").splitlines()
+    expected = (
+        "crowdlearn reads JSON lines as Prodigy exports (one JSON object a line, with "
+        "'answer' and '_input_hash' or '_task_hash')"
+    )
+    for number, line in enumerate(lines[:-1] if len(lines) > 1 else lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            return f"{label}: line {number} is not JSON; {expected}"
+        if not isinstance(value, dict):
+            shown = line.strip() if len(line.strip()) <= 40 else line.strip()[:40] + "..."
+            return f"{label}: line {number} is {shown}, not a JSON object; {expected}"
+        return f"{label}: line {number} is not a Prodigy example; {expected}"
+    return f"{label}: the file holds no JSON line; {expected}"
 
 
 def read(
@@ -115,6 +147,7 @@ def read(
     Parameters
     ----------
     source : str, path-like or DataFrame
+        ``"-"`` reads standard input (its format and compression told by its content).
         A DataFrame is read with :meth:`CrowdData.from_frame` (crowd-kit's layout). A
         platform's export (Amazon Mechanical Turk, Toloka, CrowdFlower, Label Studio,
         Prodigy) is recognised by its header and read by
@@ -130,9 +163,16 @@ def read(
     -------
     CrowdData
     """
+    from crowdlearn.io._source import reading_session
+
     if isinstance(source, pd.DataFrame):
         return CrowdData.from_frame(source, **_with_default_columns(kwargs))
     as_path(source)  # a TypeError naming what a path is, before anything else
+    with reading_session():  # the input is described, and opened, once
+        return _read(source, format, kwargs)
+
+
+def _read(source: str | os.PathLike[str], format: str | None, kwargs: dict[str, Any]) -> Any:
     if format is None:
         from crowdlearn.io.platforms import batch_frame, platform_data, with_batch_rows
 
@@ -150,6 +190,11 @@ def read(
                 )
     path = existing_path(source)
     fmt = _checked(format) if format is not None else detect_format(path)
+    if fmt == "matrix" and is_stdin(path):
+        raise CrowdDataError(
+            f"{STDIN_NAME}: answer matrices are read from files, not from standard input; "
+            "save it to a file (.txt or .npy) first"
+        )
     if fmt in ("csv", "parquet"):
         kwargs = _with_default_columns(kwargs)
     readers = {

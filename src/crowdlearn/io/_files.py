@@ -14,22 +14,19 @@
 from __future__ import annotations
 
 import bz2  # noqa: F401  (imported so that a missing codec fails here, not mid-read)
-import csv
+import contextlib
 import glob
 import io
 import lzma
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from crowdlearn.data.errors import CrowdDataError
+from crowdlearn.io._source import COMPRESSIONS, DELIMITERS, count_outside_quotes
 
-#: Compression endings and their codec.
-COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}
-#: Delimiters recognised in a header line, in order of preference on a tie.
-DELIMITERS = (",", ";", "\t", "|")
 #: Endings of the text tables a folder of batches may hold.
 TABLE_ENDINGS = (".csv", ".tsv")
 _GLOB_CHARS = set("*?[")
@@ -47,52 +44,65 @@ def note(message: str) -> None:
 
 
 def compression(path: str | os.PathLike[str]) -> str | None:
-    """The codec of a compressed file's ending, or None."""
+    """The codec of a compressed file's ending (standard input's: of its first bytes), or
+    None."""
+    from crowdlearn.io._source import described, is_stdin
+
+    if is_stdin(path):
+        return _stdin().compression
+    known = described(path)
+    if known is not None:
+        return known.compression
     return COMPRESSIONS.get(Path(path).suffix.lower())
 
 
 def logical_suffix(path: str | os.PathLike[str]) -> str:
     """The ending that tells the format, under any compression ending (``.csv.gz`` ->
-    ``.csv``)."""
+    ``.csv``); for standard input (``-``), the ending its content says."""
+    from crowdlearn.io._source import is_stdin
+
+    if is_stdin(path):
+        return _stdin().suffix
     path = Path(path)
     if path.suffix.lower() in COMPRESSIONS:
         return Path(path.stem).suffix.lower()
     return path.suffix.lower()
 
 
+def _stdin() -> Any:
+    from crowdlearn.io._source import STDIN, describe
+
+    return describe(STDIN)
+
+
+def _source_of(path: str | os.PathLike[str]) -> Any:
+    """The :class:`~crowdlearn.io._source.Source` to read ``path`` through: the one
+    already described, else (inside a reading session, or for standard input) a new
+    description; None outside a session."""
+    from crowdlearn.io._source import describe, described, in_session, is_stdin
+
+    known = described(path)
+    if known is not None:
+        return known
+    if is_stdin(path) or in_session():
+        return describe(path)
+    return None
+
+
 def open_binary(path: str | os.PathLike[str]) -> IO[bytes]:
-    """A binary stream of the file's content, decompressed by its ending."""
-    codec = compression(path)
-    if codec is None:
-        return open(path, "rb")
-    if codec == "xz":
-        return lzma.open(path, "rb")
-    import pyarrow as pa
+    """A binary stream of the file's content, decompressed by its ending (read through
+    its description, see :mod:`crowdlearn.io._source`, so a file is opened once)."""
+    from crowdlearn.io._source import _open_raw, decompressed
 
+    source = _source_of(path)
+    if source is not None:
+        return source.open()
+    raw = _open_raw(path)
     try:
-        stream = pa.input_stream(str(path), compression=codec)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
-        raise CrowdDataError(f"cannot decompress ({codec}): {error}") from None
-    return io.BufferedReader(_ArrowRaw(stream))
-
-
-class _ArrowRaw(io.RawIOBase):
-    """A pyarrow input stream as a Python raw stream (for io.BufferedReader)."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        data = self._stream.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-    def close(self) -> None:
-        self._stream.close()
-        super().close()
+        return decompressed(raw, compression(path), str(path))
+    except BaseException:
+        raw.close()
+        raise
 
 
 def open_text(path: str | os.PathLike[str]) -> IO[str]:
@@ -126,27 +136,26 @@ def first_line(path: str | os.PathLike[str], limit: int = 1 << 20) -> str:
 def sniff_delimiter(path: str | os.PathLike[str], default: str | None = None) -> str:
     """The delimiter of a CSV/TSV file: ``default`` when given, a tab for ``.tsv``,
     else whichever of comma, semicolon, tab and pipe the header line holds most of
-    (outside quotes), the comma on a tie; a :class:`ReadNoteWarning` names any other."""
+    (outside quotes), the comma on a tie; a :class:`ReadNoteWarning` names any other.
+    A described file's delimiter was told once, by its description."""
     if default is not None:
         return default
     if logical_suffix(path) == ".tsv":
         return "\t"
-    line = first_line(path)
-    counts = {d: _count_outside_quotes(line, d) for d in DELIMITERS}
-    best = max(DELIMITERS, key=lambda d: (counts[d], -DELIMITERS.index(d)))
-    if best != "," and counts[best] > counts[","]:
+    source = _source_of(path)
+    if source is not None and source.delimiter is not None:
+        best = source.delimiter
+    else:
+        line = first_line(path)
+        counts = {d: count_outside_quotes(line, d) for d in DELIMITERS}
+        best = max(DELIMITERS, key=lambda d: (counts[d], -DELIMITERS.index(d)))
+        if not (best != "," and counts[best] > counts[","]):
+            best = ","
+    if best != ",":
         names = {";": "semicolons", "\t": "tabs", "|": "pipes"}
-        note(f"{Path(path).name}: fields are separated by {names[best]}")
-        return best
-    return ","
-
-
-def _count_outside_quotes(line: str, delimiter: str) -> int:
-    try:
-        row = next(csv.reader([line], delimiter=delimiter))
-    except (csv.Error, StopIteration):
-        return 0
-    return len(row) - 1
+        name = source.label if source is not None and source.path is None else Path(path).name
+        note(f"{name}: fields are separated by {names[best]}")
+    return best
 
 
 def is_batch_source(source: str | os.PathLike[str]) -> bool:
@@ -193,3 +202,50 @@ def row_places(files: Sequence[Path], lengths: Sequence[int]) -> Any:
         return f"{files[index].name} row {row - starts[index]}"
 
     return place
+
+
+@contextlib.contextmanager
+def compressing(raw: Any, path: str | os.PathLike[str]) -> Iterator[Any]:
+    """``raw`` compressed by ``path``'s ending (``.gz``, ``.bz2``, ``.xz``, ``.zst``; as is
+    without one); the compressed stream is finished when the block ends."""
+    codec = COMPRESSIONS.get(Path(path).suffix.lower())
+    if codec is None:
+        with _Unclosed(raw) as lent:
+            yield lent
+        return
+    if codec == "gzip":
+        import gzip
+
+        stream: Any = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0)
+    elif codec == "bz2":
+        import bz2
+
+        stream = bz2.BZ2File(raw, "wb")
+    elif codec == "xz":
+        import lzma
+
+        stream = lzma.LZMAFile(raw, "wb")
+    else:
+        import pyarrow as pa
+
+        stream = pa.CompressedOutputStream(pa.PythonFile(_Unclosed(raw), mode="w"), codec)
+    with stream, _Unclosed(stream) as lent:
+        yield lent
+
+
+class _Unclosed(io.RawIOBase):
+    """A writable stream whose closing (by a text layer) leaves the stream open."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self._stream.write(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        if not self.closed and not getattr(self._stream, "closed", False):
+            self._stream.flush()

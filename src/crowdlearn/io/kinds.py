@@ -48,6 +48,30 @@ def detect_kind(header: Sequence[str], columns: Mapping[str, Any] | None = None)
     return "comparison" if has["left"] and has["right"] else "class"
 
 
+def source_kind(source: str | os.PathLike[str], columns: Mapping[str, Any] | None = None) -> str:
+    """The kind of answer an input holds, told from its description
+    (:func:`crowdlearn.io._source.describe`): a platform export's own kind (label sets
+    when its answers hold several choices), ``comparison`` for a table with a
+    ``left``/``right`` pair (:func:`detect_kind`), else ``class``.
+
+    An input whose columns cannot be read is ``class``: its reader then says what is
+    wrong with it.
+    """
+    from crowdlearn.io._source import reading_session
+    from crowdlearn.io.platforms import _cached_export, recognise
+
+    with reading_session():
+        if recognise(source) is not None:
+            return _cached_export(source).kind
+        if is_batch_source(source):
+            return "class"
+        try:
+            header = _header(Path(source))
+        except CrowdDataError:
+            return "class"
+        return detect_kind(header, columns)
+
+
 def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Every column of a long CSV/TSV or Parquet file, id-like cells typed.
 
@@ -56,11 +80,12 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     empty cells are missing.
     """
     from crowdlearn.io._dispatch import detect_format
+    from crowdlearn.io._source import reading_session
     from crowdlearn.io.longform import _csv_header, _read_csv_table
 
     path = existing_path(path)
     fmt = detect_format(path)
-    with about(path):
+    with reading_session(), about(path):
         if fmt == "csv":
             sep = sniff_delimiter(path)
             header = _csv_header(path, sep)
@@ -118,6 +143,22 @@ def read_kind(
     ``source`` is a folder laid out as ``FOLDER/TASK/WORKER.npy|png``, see
     :mod:`crowdlearn.data.masks`; only the file names are read here)
     """
+    from crowdlearn.io._source import reading_session
+
+    with reading_session():  # the input is described, and opened, once
+        return _read_kind(source, kind, columns, truth_column, sep, order, tie, duplicates)
+
+
+def _read_kind(
+    source: str | os.PathLike[str] | pd.DataFrame,
+    kind: str | None,
+    columns: Mapping[str, str | None] | None,
+    truth_column: str | None,
+    sep: str | None,
+    order: Sequence[Any] | None,
+    tie: Any,
+    duplicates: str,
+) -> Any:
     from crowdlearn.io._dispatch import _with_default_columns
 
     defaults = _with_default_columns({})  # --columns / --truth-column of the command
@@ -187,16 +228,20 @@ def read_kind(
 
 def _header(path: Path) -> list[str]:
     from crowdlearn.io._dispatch import detect_format
+    from crowdlearn.io._source import reading_session
     from crowdlearn.io.longform import _csv_header
 
     fmt = detect_format(path)
     if fmt == "csv":
-        return _csv_header(path, sniff_delimiter(path))
+        with reading_session():
+            return _csv_header(path, sniff_delimiter(path))
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
-        files = [path] if path.is_file() else sorted(path.glob("*.parquet"))
-        return list(pq.read_schema(files[0]).names) if files else []
+        from crowdlearn.io.longform import parquet_input
+
+        files = [path] if not path.is_dir() else sorted(path.glob("*.parquet"))
+        return list(pq.read_schema(parquet_input(files[0])).names) if files else []
     return []
 
 

@@ -48,8 +48,18 @@ from crowdlearn.io._common import (
     json_ids,
     require_data,
 )
-from crowdlearn.io._files import open_binary, open_text, sniff_delimiter
+from crowdlearn.io._files import (
+    compressing,
+    logical_suffix,
+    open_binary,
+    open_text,
+    sniff_delimiter,
+)
 
+#: The column of known answers (gold) that :func:`write_csv` writes and
+#: :func:`crowdlearn.io._gold.read_gold_column` reads (not ``gold``: tables use that
+#: name for the truth).
+GOLD_COLUMN = "known_answer"
 #: Schema metadata key of the JSON document written by :func:`write_parquet`.
 METADATA_KEY = b"crowdlearn"
 #: File name endings read as Parquet (also inside a directory).
@@ -138,8 +148,10 @@ def read_csv(
         Naming the file, for a missing column, an empty file, empty cells (with their
         rows, counted from 0 after the header) or invalid data.
     """
+    from crowdlearn.io._source import reading_session
+
     path = existing_path(path)
-    with about(path):
+    with reading_session(), about(_label(path)):
         sep = sniff_delimiter(path, sep)
         header = _csv_header(path, sep)
         found = _resolve(header, columns, task, worker, label, truth, truth_column)
@@ -164,7 +176,13 @@ def read_csv(
         )
 
 
-def write_csv(data: CrowdData, path: str | os.PathLike[str], *, truth: bool = True) -> None:
+def write_csv(
+    data: CrowdData,
+    path: str | os.PathLike[str],
+    *,
+    truth: bool = True,
+    gold: Mapping[Any, Any] | None = None,
+) -> None:
     """Write a long CSV (TSV for a ``.tsv`` path) with one row per annotation.
 
     Columns: ``task``, ``worker`` (omitted when anonymous), ``label``, and ``truth``
@@ -172,7 +190,9 @@ def write_csv(data: CrowdData, path: str | os.PathLike[str], *, truth: bool = Tr
     written as ``str(id)``, which :func:`read_csv` types back, so int, bool, float
     and string ids round-trip, except strings that read as another type (``"7"``,
     ``"True"``) and the empty string. Rows end in ``\\r\\n`` (RFC 4180) and fields
-    are quoted where needed. Features are not written. The file is written atomically.
+    are quoted where needed. Features are not written. The file is written atomically,
+    compressed when its name ends in ``.gz``, ``.bz2``, ``.xz`` or ``.zst``
+    (``crowd.csv.gz``), as the readers decompress it.
 
     Parameters
     ----------
@@ -180,6 +200,13 @@ def write_csv(data: CrowdData, path: str | os.PathLike[str], *, truth: bool = Tr
     path : str or path-like
     truth : bool, default True
         Write the truth column (when the data has truth).
+    gold : mapping or Series, optional
+        Known answers (task id -> label), such as a platform export's golden answers
+        (:func:`crowdlearn.io.platforms.export_gold`): written as a ``known_answer``
+        column (:data:`GOLD_COLUMN`), the
+        task's known answer on each of its rows (empty elsewhere), which
+        :func:`crowdlearn.io._gold.read_gold_column` reads back and the command line
+        uses as gold.
     """
     require_data(data, "io.write_csv")
     as_path(path)
@@ -189,11 +216,20 @@ def write_csv(data: CrowdData, path: str | os.PathLike[str], *, truth: bool = Tr
     columns["label"] = _texts(data.classes, data.label)
     if truth and data.truth is not None:
         columns["truth"] = _texts(data.classes, data.truth[data.task])
-    sep = "\t" if Path(path).suffix.lower() == ".tsv" else ","
+    if gold is not None and len(gold):
+        known = {id_text(task): id_text(label) for task, label in dict(gold).items()}
+        tasks = [id_text(v) for v in data.task_ids.tolist()]
+        per_task = np.array([known.get(task, "") for task in tasks] + [""], dtype=object)
+        columns[GOLD_COLUMN] = per_task[data.task]
+    sep = "\t" if logical_suffix(path) == ".tsv" else ","
     # Rows end in \r\n (RFC 4180, the csv module's default): the csv module quotes
     # fields holding a character of the line terminator, so a lone \r in an id is
     # quoted too. newline="" keeps the text layer from translating line endings.
-    with atomic_open(path, "wb") as raw, io.TextIOWrapper(raw, "utf-8", newline="") as handle:
+    with (
+        atomic_open(path, "wb") as raw,
+        compressing(raw, path) as packed,
+        io.TextIOWrapper(packed, "utf-8", newline="") as handle,
+    ):
         writer = csv.writer(handle, delimiter=sep, lineterminator="\r\n")
         writer.writerow(list(columns))
         cells = list(columns.values())
@@ -207,7 +243,21 @@ def _texts(ids: np.ndarray, codes: np.ndarray) -> np.ndarray:
     return texts[codes]
 
 
+def _label(path: Path) -> str:
+    """How messages name a file (standard input: ``<stdin>``)."""
+    from crowdlearn.io._source import STDIN_NAME, is_stdin
+
+    return STDIN_NAME if is_stdin(path) else str(path)
+
+
 def _csv_header(path: Path, sep: str) -> list[str]:
+    from crowdlearn.io._files import _source_of
+
+    source = _source_of(path)
+    if source is not None and source.delimiter == sep and source.header is not None:
+        if not source.header:
+            raise CrowdDataError("the file is empty: expected a header row and annotation rows")
+        return list(source.header)
     try:
         with open_text(path) as handle:
             header = next(csv.reader(handle, delimiter=sep), None)
@@ -239,6 +289,12 @@ def _read_csv_table(path: Path, sep: str, columns: list[str]) -> pa.Table:
         except UnicodeDecodeError as exc:
             error = exc
             break
+        except pa.ArrowCapacityError:
+            # one row (a line without its end) longer than Arrow's largest block
+            raise CrowdDataError(
+                f"a row is longer than the {CSV_BLOCK_LIMIT >> 20} MiB crowdlearn can read as "
+                "one CSV row (a line that never ends, or a cell of gigabytes)"
+            ) from None
     line = _ragged_line(path, sep)
     where = "" if line is None else f" (line {line})"
     raise CrowdDataError(f"cannot parse the file as CSV{where}: {error}") from None
@@ -548,9 +604,17 @@ class _Footer:
     num_rows: int
 
 
+def parquet_input(file: Path) -> Any:
+    """What pyarrow reads a Parquet file from: its path, or for standard input (``-``)
+    the described stream."""
+    from crowdlearn.io._source import describe, is_stdin
+
+    return describe(file).arrow_file() if is_stdin(file) else file
+
+
 def _parquet_footer(file: Path) -> _Footer:
     try:
-        parquet = pq.ParquetFile(file)
+        parquet = pq.ParquetFile(parquet_input(file))
     except (pa.ArrowException, OSError) as exc:
         raise CrowdDataError(f"{file}: cannot read the file as Parquet: {exc}") from None
     return _Footer(file, parquet.schema_arrow, parquet.metadata.num_rows)
@@ -592,7 +656,7 @@ def _parquet_column(files: list[Path], name: str, length: int) -> Column:
     def chunks() -> Iterator[pa.Array]:
         for file in files:
             try:
-                parquet = pq.ParquetFile(file, read_dictionary=[name])
+                parquet = pq.ParquetFile(parquet_input(file), read_dictionary=[name])
                 for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=[name]):
                     yield normalise(batch.column(0))
             except (pa.ArrowException, OSError) as exc:

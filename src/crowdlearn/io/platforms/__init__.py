@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,9 +46,8 @@ from crowdlearn.io._files import (
     is_batch_source,
     logical_suffix,
     note,
-    open_text,
-    sniff_delimiter,
 )
+from crowdlearn.io._source import recognise_header
 from crowdlearn.io.platforms._export import _NAMES, PlatformExport, _RowError
 from crowdlearn.io.platforms._json import _label_studio, _prodigy
 from crowdlearn.io.platforms._tables import (
@@ -92,80 +90,38 @@ def _option(name: str, given: Any) -> Any:
 # ----------------------------------------------------------------------- recognising
 
 
-def recognise_header(header: list[str]) -> str | None:
-    """The platform whose export has this CSV/TSV header, or None."""
-    names = set(header)
-    if {"HITId", "WorkerId"} <= names and any(h.startswith("Answer.") for h in header):
-        return "mturk"
-    if "ASSIGNMENT:worker_id" in names and any(h.startswith("OUTPUT:") for h in header):
-        return "toloka"
-    if {"_unit_id", "_worker_id"} <= names:
-        return "crowdflower"
-    return None
-
-
 def recognise(source: str | os.PathLike[str]) -> str | None:
     """The platform of an export file, folder of batches or glob, or None (a plain
-    table, a peerannot folder...)."""
+    table, a peerannot folder...); told by the input's description
+    (:func:`crowdlearn.io._source.describe`), made once per reading session."""
+    from crowdlearn.io._source import is_stdin
+
     text = str(source)
     if is_batch_source(text):
         files = batch_files(text)
         return recognise(files[0])
     path = Path(text)
-    if not path.is_file():
+    if not is_stdin(text) and not path.is_file():
         return None
     with about(path):
         return _recognise_file(path)
 
 
 def _recognise_file(path: Path) -> str | None:
-    from crowdlearn.io.longform import _csv_header
+    from crowdlearn.io._source import describe, is_stdin, reading_session
 
     suffix = logical_suffix(path)
-    if suffix in (".csv", ".tsv"):
-        return recognise_header(_csv_header(path, sniff_delimiter(path)))
+    if suffix == ".xlsx" and is_stdin(path):
+        raise CrowdDataError(
+            "an Excel workbook is read from a file, not from standard input; save it to a "
+            "file (.xlsx) first"
+        )
     if suffix == ".xlsx":
         return recognise_header([str(c) for c in excel_text(path).columns])
-    if suffix == ".jsonl":
-        first = _first_json_line(path)
-        if (
-            isinstance(first, dict)
-            and "answer" in first
-            and ("_input_hash" in first or "_task_hash" in first)
-        ):
-            return "prodigy"
+    if suffix not in (".csv", ".tsv", ".jsonl", ".json"):
         return None
-    if suffix == ".json" and path.name != "answers.json":
-        start = _json_start(path)
-        if start.lstrip().startswith("[") and ('"annotations"' in start or '"annotator"' in start):
-            return "labelstudio"
-    return None
-
-
-def _json_start(path: Path, size: int = 1 << 16) -> str:
-    """The first characters of a JSON file (where Label Studio's keys show)."""
-    try:
-        with open_text(path) as handle:
-            return handle.read(size)
-    except UnicodeDecodeError:
-        return ""
-
-
-def _first_json_line(path: Path, lines: int = 100) -> Any:
-    """The first JSON object of a JSONL file (a stray ``null`` or other non-object line
-    before it is skipped here: the reader refuses it, naming its line), or None."""
-    with open_text(path) as handle:
-        for number, line in enumerate(handle):
-            if number >= lines:
-                break
-            if line.strip():
-                try:
-                    value = json.loads(line)
-                except ValueError:
-                    return None
-                if isinstance(value, dict):
-                    return value
-    return None
+    with reading_session():
+        return describe(path).platform
 
 
 # -------------------------------------------------------------------------- reading
@@ -244,9 +200,15 @@ def _cached_export(source: str | os.PathLike[str]) -> PlatformExport:
 
 
 def export_gold(source: str | os.PathLike[str]) -> pd.Series | None:
-    """The known answers (task id -> label) of a platform export, or None."""
+    """The known answers (task id -> label) of a platform export, or of a long CSV/TSV
+    file's ``known_answer`` column (what ``crowdlearn convert`` writes for an export's known
+    answers: :func:`crowdlearn.io._gold.read_gold_column`), or None."""
     if recognise(source) is None:
-        return None
+        if is_batch_source(source) or logical_suffix(source) not in (".csv", ".tsv"):
+            return None
+        from crowdlearn.io._gold import read_gold_column
+
+        return read_gold_column(source)
     return _cached_export(source).gold
 
 
@@ -262,15 +224,18 @@ def platform_data(
 
     A platform export is read by :func:`read_export`, and a note says how.
     """
+    from crowdlearn.io._source import is_stdin
+
     text = str(source)
     batch = is_batch_source(text)
-    if not batch and not Path(text).is_file():
+    if not batch and not is_stdin(text) and not Path(text).is_file():
         return None
     platform = recognise(text)
     if platform is None:
         return None
     export = _cached_export(text)
-    note(f"{Path(text).name}: {export.describe()}")
+    name = "<stdin>" if is_stdin(text) else Path(text).name
+    note(f"{name}: {export.describe()}")
     return export_as(export, kind or export.kind, order=order, duplicates=duplicates)
 
 
