@@ -204,7 +204,9 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
             during EM and inform the confusion matrices.
         initial_confusions : array (n_workers, n_classes, n_classes), optional
             Confusion matrices (probabilities or counts; row = true class) used by the
-            first M-step according to ``initial_confusion_strategy``.
+            first M-step according to ``initial_confusion_strategy``. Finite,
+            non-negative, and every row (worker, true class) with a positive sum:
+            all-zero or partly zero matrices raise :class:`CrowdDataError`.
         """
         return super().fit(data, gold=gold, initial_confusions=initial_confusions)
 
@@ -393,4 +395,21 @@ def _initial_confusions(matrices: Any, data: CrowdData) -> np.ndarray | None:
         )
     if not np.all(np.isfinite(array)) or np.any(array < 0):
         raise CrowdDataError("initial_confusions must be finite and non-negative")
+    # A row without a count (all zero) is no belief about that true class: normalised,
+    # it becomes the floor's uniform row, or (added) leaves a row of nothing; with
+    # every row of a worker empty, EM labels every task alike. Refused.
+    empty = np.argwhere(array.sum(axis=2) <= 0)
+    if len(empty):
+        worker, true_class = (int(v) for v in empty[0])
+        raise CrowdDataError(
+            f"initial_confusions: worker {_plain(data.worker_ids[worker])!r} has no count for "
+            f"true class {_plain(data.classes[true_class])!r} (a row of zeros; {len(empty)} such "
+            "row(s) in all): every row (worker, true class) needs a positive sum "
+            "(probabilities or counts, normalised per row)"
+        )
     return array
+
+
+def _plain(value: Any) -> Any:
+    """A NumPy scalar id as the Python value it holds (for messages)."""
+    return value.item() if isinstance(value, np.generic) else value
