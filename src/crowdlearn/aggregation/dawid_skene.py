@@ -52,6 +52,7 @@ from crowdlearn.aggregation._incremental_em import (
 from crowdlearn.data import CrowdData, CrowdDataError
 
 Init = Literal["naive_soft", "majority_vote"]
+LoneLabels = Literal["vote", "em"]
 
 
 class DawidSkene(IncrementalEMMixin, IterativeAggregator):
@@ -177,6 +178,7 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
         tie_break: TieBreak = "random",
         random_state: int | None = 0,
         progress: bool | Literal["auto"] = "auto",
+        lone_labels: LoneLabels = "vote",
     ) -> None:
         self.max_iter = max_iter
         self.tol = tol
@@ -191,6 +193,7 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
         self.tie_break = tie_break
         self.random_state = random_state
         self.progress = progress
+        self.lone_labels = lone_labels
 
     def fit(self, data: CrowdData, gold: Any = None, initial_confusions: Any = None) -> DawidSkene:
         """Run EM on ``data``.
@@ -220,6 +223,8 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
         for name in ("smoothing", "diagonal_prior", "prior_smoothing"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be non-negative, got {getattr(self, name)}")
+        if self.lone_labels not in ("vote", "em"):
+            raise ValueError(f"lone_labels must be 'vote' or 'em', got {self.lone_labels!r}")
         if self.initial_confusion_strategy not in ("assign", "add"):
             raise ValueError(
                 "initial_confusion_strategy must be 'assign' or 'add', got "
@@ -255,8 +260,15 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
         )
 
     def _m_step(self, data: CrowdData) -> None:
+        gold = self._gold
         counts, totals = sum_statistics(
-            confusion_statistics(design, block, self.probas_[block.start : block.stop])
+            confusion_statistics(
+                design,
+                block,
+                self.probas_[block.start : block.stop],
+                self.lone_labels,
+                None if gold is None else gold[block.start : block.stop],
+            )
             for block, design in self._designed_blocks(data)
         )
         self._set_parameters(counts, totals, data.n_workers)
@@ -294,7 +306,7 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
         self, block: Block, probas: np.ndarray, n_workers: int
     ) -> tuple[np.ndarray, ...]:
         design = self._cached_design(block, n_workers, probas.shape[1], probas.dtype)
-        return confusion_statistics(design, block, probas)
+        return confusion_statistics(design, block, probas, self.lone_labels)
 
     def _remap_statistics(
         self, stats: tuple[np.ndarray, ...], merge: Merge
@@ -329,13 +341,38 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
 
 
 def confusion_statistics(
-    design: Any, block: Block, probas: np.ndarray
+    design: Any,
+    block: Block,
+    probas: np.ndarray,
+    lone_labels: LoneLabels = "em",
+    gold: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Dawid-Skene M-step sums of one block: ``design.T @ T`` ((worker, label) x class
     expected counts, shape (n_workers * K, K)) and the posterior mass per class of the
-    block's annotated tasks (the class-prior counts). Both are summed over blocks."""
-    counts = design.T @ probas
-    totals = block.annotated.astype(probas.dtype) @ probas
+    block's annotated tasks (the class-prior counts). Both are summed over blocks.
+
+    With ``lone_labels="vote"``, a lone label (the only label of its task, which has no
+    gold class in ``gold``, the block's gold codes, -1 where unknown) adds nothing to
+    the confusion counts and adds its own class (one count) to the class-prior counts
+    instead of its task's posterior (see :class:`DawidSkene`). A task is never split
+    between blocks, so the rule is the same per block, per chunk and per partition.
+    """
+    if lone_labels == "em":
+        counts = design.T @ probas
+        totals = block.annotated.astype(probas.dtype) @ probas
+        return counts, totals
+    n_labels = np.diff(block.indptr)
+    lone = n_labels == 1
+    if gold is not None:
+        lone &= gold < 0
+    if not lone.any():
+        return confusion_statistics(design, block, probas)
+    identified = (n_labels > 0) & ~lone
+    weighted = probas * identified[:, None].astype(probas.dtype)
+    counts = design.T @ weighted
+    totals = identified.astype(probas.dtype) @ probas
+    lone_classes = block.label[block.indptr[:-1][lone]]
+    totals += np.bincount(lone_classes, minlength=probas.shape[1]).astype(probas.dtype)
     return counts, totals
 
 
