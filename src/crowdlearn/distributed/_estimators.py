@@ -54,7 +54,10 @@ def _ds_statistics(
 ) -> tuple:
     design = block_design(part.block, n_workers, k, probas.dtype)
     return dawid_skene.confusion_statistics(
-        design, part.block, probas, lone_labels  # type: ignore[arg-type]
+        design,
+        part.block,
+        probas,
+        lone_labels,  # type: ignore[arg-type]
     )
 
 
