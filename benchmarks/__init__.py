@@ -59,6 +59,7 @@ MODULES = (
     "real_aggregation",
     "scale",
     "self_crowd",
+    "sparse_regime",
     "startup",
     "texts",
 )
