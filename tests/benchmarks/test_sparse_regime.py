@@ -36,7 +36,7 @@ def test_quick_run_on_wsd(tmp_path, shared_datasets, monkeypatch):
     text = report.read_text()
     assert "| dataset | labels a task | subsamples | MV | DS (default) |" in text
     raw = pd.read_csv(tmp_path / "sparse-regime.csv")
-    assert set(raw["level"].astype(str)) == {"1", "2", FULL}
+    assert set(raw["level"].astype(str)) == {"1", "2", "1+5%", FULL}
     one = raw[raw["level"].astype(str) == "1"]
     assert len(one) == 2 and (one["lone_share"] == 1.0).all()
     assert one["ds"].mean() >= one["mv"].mean() - 0.005
