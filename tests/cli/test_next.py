@@ -337,9 +337,7 @@ def _no_shared_task_crowd(path):
     shared = np.arange(30)
     lone = np.arange(150, 160)
     task = np.concatenate([task, shared, shared, shared, lone])
-    worker = np.concatenate(
-        [worker, ["good1"] * 30, ["good2"] * 30, ["bad"] * 30, ["bad"] * 10]
-    )
+    worker = np.concatenate([worker, ["good1"] * 30, ["good2"] * 30, ["bad"] * 30, ["bad"] * 10])
     label = np.concatenate(
         [label, truth[shared], truth[shared], (truth[shared] + 1) % 3, rng.choice(3, 10)]
     )
