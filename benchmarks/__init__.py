@@ -29,6 +29,7 @@ MODULES = (
     "aggregation.defaults",
     "aggregation.peerannot_simulations",
     "aggregation.real",
+    "aggregation.sparse_regime",
     "answer_kinds.boxes",
     "answer_kinds.comparisons",
     "answer_kinds.label_sets",

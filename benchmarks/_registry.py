@@ -194,7 +194,7 @@ def update_section(path: Path, name: str, text: str, title: str = "Benchmarks") 
 PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     "aggregation": (
         "Aggregation accuracy",
-        ("peerannot-simulations", "real-aggregation", "aggregation-defaults"),
+        ("peerannot-simulations", "real-aggregation", "aggregation-defaults", "sparse-regime"),
     ),
     "speed-and-scale": (
         "Speed and scale",

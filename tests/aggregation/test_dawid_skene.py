@@ -130,6 +130,27 @@ def test_initial_confusions_assign_and_add():
         DawidSkene().fit(data, initial_confusions=np.ones((3, 2, 2)))
 
 
+@pytest.mark.parametrize("strategy", ["assign", "add"])
+@pytest.mark.parametrize(
+    "matrices, message",
+    [
+        (np.zeros((2, 2, 2)), "worker 'a'.*true class 0"),  # all zero
+        (np.array([[[0.9, 0.1], [0.0, 0.0]], [[0.6, 0.4], [0.4, 0.6]]]), "worker 'a'.*class 1"),
+        (np.array([[[0.9, 0.1], [0.1, 0.9]], [[0.0, 0.0], [0.4, 0.6]]]), "worker 'b'.*class 0"),
+        (np.full((2, 2, 2), np.nan), "finite"),
+        (-np.ones((2, 2, 2)), "non-negative"),
+        (np.ones((2, 2)), "shape"),
+    ],
+)
+def test_initial_confusions_without_a_row_are_refused(strategy, matrices, message):
+    """Issue 43 item 4: all-zero or partial initial confusions (a true class whose row
+    holds no count) used to be normalised to a floor and label every task alike."""
+    model = DawidSkene(initial_confusion_strategy=strategy)
+    with pytest.raises(CrowdDataError, match=message):
+        model.fit(tiny(), initial_confusions=matrices)
+    assert not hasattr(model, "probas_")
+
+
 def test_hard_em_gives_one_hot_posteriors():
     data = independent_confusion(n_worker=20, n_task=300, n_classes=3, feedback=5, seed=0)
     model = DawidSkene(hard=True).fit(data)

@@ -93,7 +93,9 @@ def test_lone_labels_no_longer_vouch_for_their_worker():
     rows = [(f"t{i}", w, "ab"[i % 3 == 0]) for i in range(12) for w in ("w1", "w2")]
     rows += [(f"u{i}", "w3", "b") for i in range(3)]
     crowd = CrowdData.from_frame(pd.DataFrame(rows, columns=["task", "worker", "label"]))
-    model = DawidSkene(progress=False).fit(crowd)
+    # the plain rule, where a lone label counts for its worker (the default,
+    # lone_labels="vote", no longer counts it: issue 43)
+    model = DawidSkene(lone_labels="em", progress=False).fit(crowd)
     cavity = cavity_posteriors(
         model.probas_, crowd.task, crowd.worker, crowd.label, crowd.n_workers
     )

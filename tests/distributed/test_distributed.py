@@ -201,3 +201,18 @@ def _failing_write(part, state, counts, tie_break, seed, classes, path):
 def test_import_without_fit_needs_no_cluster():
     assert dist.STRATEGIES["ds"] is dist.DawidSkene
     assert dist.DawidSkene(max_iter=3).get_params()["max_iter"] == 3
+
+
+def test_sparse_crowd_equals_in_memory(client):
+    """Issue 43: lone labels (and workers sharing no task) follow the same rule on Dask
+    as in memory (lone_labels="vote", the default), and the old rule ("em") too."""
+    from tests.aggregation.test_ds_lone_labels import sparse_crowd
+
+    data = sparse_crowd()
+    for lone_labels in ("vote", "em"):
+        memory = aggregation.DawidSkene(lone_labels=lone_labels).fit(data)
+        model = dist.DawidSkene(lone_labels=lone_labels).fit(data, client=client, npartitions=4)
+        np.testing.assert_allclose(model.predict_proba(), memory.probas_, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(model.confusions_, memory.confusions_, rtol=0, atol=1e-8)
+        np.testing.assert_allclose(model.priors_, memory.priors_, rtol=0, atol=1e-8)
+        assert model.n_iter_ == memory.n_iter_

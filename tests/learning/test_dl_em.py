@@ -94,7 +94,7 @@ def test_m_step_is_the_dawid_skene_m_step(smoothing):
     np.testing.assert_allclose(
         learner.confusions_, counts / counts.sum(axis=2, keepdims=True), rtol=1e-6
     )
-    ds = DawidSkene(smoothing=smoothing, diagonal_prior=0.0)  # the same M-step, no prior
+    ds = DawidSkene(smoothing=smoothing, diagonal_prior=0.0, lone_labels="em")  # same M-step
     ds._initialize(data)
     ds.probas_ = posteriors.astype(np.float64)
     ds._m_step(data)

@@ -602,6 +602,26 @@ CASES = [
         CrowdDataError,
         ("float32", "1e+300", "rows [1]"),
     ),
+    # ---- issue 43: ds (initial confusions with a row of zeros; lone_labels' values)
+    Case(
+        "ds-initial-confusions-all-zero",
+        lambda tmp: (
+            lambda: DawidSkene().fit(
+                CrowdData.from_arrays([0, 0], ["a", "b"], [0, 1]),
+                initial_confusions=np.zeros((2, 2, 2)),
+            )
+        ),
+        CrowdDataError,
+        ("initial_confusions", "worker 'a'", "true class 0", "positive sum"),
+    ),
+    Case(
+        "ds-lone-labels-unknown",
+        lambda tmp: (
+            lambda: DawidSkene(lone_labels="drop").fit(CrowdData.from_arrays([0], [0], [0]))
+        ),
+        ValueError,
+        ("lone_labels", "'vote'", "'em'", "'drop'"),
+    ),
 ]
 
 

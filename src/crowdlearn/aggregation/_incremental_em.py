@@ -9,7 +9,10 @@ counts and class totals). A fit keeps the statistics of its last M-step
 1. the statistics move to the merged codes (new workers and classes start at zero,
    so their parameters are the prior's, as in a fit);
 2. the contributions of the *touched* tasks (those with new annotations) under their
-   current posteriors are subtracted, leaving the untouched tasks' part fixed;
+   current posteriors are subtracted, leaving the untouched tasks' part fixed (computed
+   from each touched task's labels before the batch, so that under Dawid-Skene's
+   ``lone_labels="vote"`` a task that gains its second label leaves the class-prior
+   votes and joins the confusion counts, as in a refit);
 3. EM runs on the touched tasks only: M-step (fixed part + touched part), E-step of
    the touched tasks, until the log-likelihood per touched annotation changes by less
    than ``tol`` (at most ``max_iter`` iterations); touched tasks start from their old

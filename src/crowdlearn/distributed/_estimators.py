@@ -49,9 +49,16 @@ def _initial_posteriors(part: Partition, k: int, dtype: str, hard: bool) -> np.n
     return frequencies(block_vote_counts(part.block, k), np.dtype(dtype), hard)
 
 
-def _ds_statistics(part: Partition, probas: np.ndarray, n_workers: int, k: int) -> tuple:
+def _ds_statistics(
+    part: Partition, probas: np.ndarray, n_workers: int, k: int, lone_labels: str = "em"
+) -> tuple:
     design = block_design(part.block, n_workers, k, probas.dtype)
-    return dawid_skene.confusion_statistics(design, part.block, probas)
+    return dawid_skene.confusion_statistics(
+        design,
+        part.block,
+        probas,
+        lone_labels,  # type: ignore[arg-type]
+    )
 
 
 def _ds_posteriors(part: Partition, params: tuple, n_workers: int, k: int, hard: bool) -> tuple:
@@ -301,7 +308,9 @@ class DawidSkene(_IterativeMixin, dawid_skene.DawidSkene):
     """
 
     def _m_step(self, crowd: DistributedCrowd) -> None:
-        stats = self._map_with(_ds_statistics, self.posteriors_, crowd.n_workers, crowd.n_classes)
+        stats = self._map_with(
+            _ds_statistics, self.posteriors_, crowd.n_workers, crowd.n_classes, self.lone_labels
+        )
         counts, totals = self._reduce(stats)
         self._set_parameters(counts, totals, crowd.n_workers)
 

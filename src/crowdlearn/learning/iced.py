@@ -260,6 +260,7 @@ def paper_dawid_skene(uniform_prior: bool = True, hard: bool = True) -> DawidSke
         diagonal_prior=0.0,
         prior_smoothing=UNIFORM_PRIOR_SMOOTHING if uniform_prior else 0.0,
         hard=hard,
+        lone_labels="em",  # the paper's M-step counts every label (issue 43's rule off)
     )
 
 

@@ -54,7 +54,15 @@ def test_quick_score_control_on_the_real_datasets(tmp_path, shared_datasets, mon
     assert set(raw["arm"]) == {"uniform", "policy", "policy-entropy"}
     # WSD has three classes, so the two scores may choose differently; Bluebirds has
     # two, where the decision score is the entropy score: the replays are the same
+    # until their last rounds, where the two formulas' rounding can order tasks of
+    # equal value differently (frequent since issue 43: workers known only through
+    # the prior give many tasks the same posterior), and the readings are equal
     two = raw[raw["dataset"] == "bluebirds"]
-    ours = two[two["arm"] == "policy"]["accuracy"].to_numpy()
-    theirs = two[two["arm"] == "policy-entropy"]["accuracy"].to_numpy()
-    np.testing.assert_array_equal(ours, theirs)
+    ours = two[two["arm"] == "policy"].set_index("labels")["accuracy"]
+    theirs = two[two["arm"] == "policy-entropy"].set_index("labels")["accuracy"]
+    early = ours.index[ours.index < 0.9 * two["n_annotations"].iloc[0]]
+    assert len(early) > 100
+    np.testing.assert_array_equal(ours.loc[early].to_numpy(), theirs.loc[early].to_numpy())
+    [row] = [line for line in report.splitlines() if line.startswith("| 0-0 | bluebirds |")]
+    pairs = [cell.split(" / ") for cell in row.strip(" |").split(" | ") if " / " in cell]
+    assert len(pairs) == 4 and all(a == b for a, b in pairs)

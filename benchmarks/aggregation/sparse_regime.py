@@ -1,0 +1,330 @@
+"""Benchmark ``sparse-regime``: Dawid-Skene against majority vote at 1, 2, 3 and 5 labels
+a task (issue 43).
+
+With one label a task (a campaign's first round) the data cannot identify a worker's
+confusion: a lone label only agrees with itself. Dawid-Skene's old rule counted it as
+evidence of its worker's reliability anyway and fed its posterior back into the class
+prior; on WSD at one label a task it then relabelled right lone labels to the frequent
+class (0.847 against the vote's 0.980 in the issue). The default now leaves a lone
+label out of the confusion counts and counts it in the class prior as its own class
+(``DawidSkene(lone_labels="vote")``, see its docstring).
+
+Every registry dataset with ground truth (:data:`~benchmarks.aggregation.real.DATASETS`,
+read from ``$CROWDLEARN_DATA``; an absent one is skipped with a note) is thinned to
+1, 2, 3 and 5 labels a task (a task with fewer keeps all of its labels): subsample
+``s`` keeps each task's first labels in campaign-replay's seeded order ``s``
+(:func:`benchmarks.campaign.replay.annotation_positions`), for ``s`` in
+``0..--seeds - 1``. On each subsample and on the full set:
+
+* majority vote (MV): the expected accuracy of the most voted class, ties broken
+  uniformly at random (:func:`crowdlearn.metrics.acc_train` of the vote counts with
+  ``ties="expected"``, the convention of campaign-cold-start);
+* Dawid-Skene with its defaults (DS, ``lone_labels="vote"``) and with the old rule
+  (``lone_labels="em"``), scored the same way on their posteriors.
+
+The goal fixed before the run: DS never more than 0.5 point below MV on average over
+the subsamples, on every set and level, and the full sets no worse than the old rule.
+
+The candidates table records how the rule was chosen: on the same subsamples and on
+*mixed* ones (one label a task, a random 2 %, 5 % or 20 % of the tasks with two, as
+after a campaign's first rounds), the rule against three other candidates, each
+implemented here as an M-step of an in-memory DawidSkene (:data:`CANDIDATES`):
+
+* ``counts only``: lone labels left out of the confusion counts, their posteriors
+  still in the class prior;
+* ``out of the prior too``: left out of both (the class prior from the shared tasks);
+* ``cavity``: the rule's confusion counts from leave-one-out (cavity) posteriors, each
+  label's own vote taken out of its task's posterior (as
+  :func:`crowdlearn.campaign.cavity_posteriors` does), since Dawid-Skene counts each
+  label twice.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from benchmarks._registry import BenchResult, register
+from benchmarks.aggregation.real import DATASETS
+from benchmarks.campaign.replay import annotation_positions, revealed_data
+from crowdlearn import datasets
+from crowdlearn.aggregation import DawidSkene
+from crowdlearn.aggregation._blocks import block_vote_counts, frequencies
+from crowdlearn.aggregation._design import normalise_log
+from crowdlearn.data import CrowdData
+from crowdlearn.datasets import DatasetError
+from crowdlearn.metrics import acc_train
+
+NAME = "sparse-regime"
+#: Mixed levels: one label a task, this share of the tasks with two.
+MIXED = (0.02, 0.05, 0.2)
+QUICK_MIXED = (0.05,)
+LEVELS = (1, 2, 3, 5)
+QUICK_DATASETS = ("wsd",)
+QUICK_LEVELS = (1, 2)
+#: The label of the full sets in the ``level`` column.
+FULL = "all"
+#: The methods compared: MV, the default DS, the old rule.
+METHODS = ("mv", "ds", "ds_old")
+#: How far below MV (accuracy, mean over subsamples) the goal allows DS to fall.
+TOLERANCE = 0.005
+
+
+def thinned(data: CrowdData, per_task: int | str, seed: int) -> CrowdData:
+    """Each task's first ``per_task`` labels in the seeded order ``seed`` (all of them
+    where it has fewer); ``per_task`` "1+S%": one label a task, two on a random S % of
+    the tasks (drawn with ``seed``)."""
+    sizes = np.bincount(data.task, minlength=data.n_tasks)
+    positions = annotation_positions(data, seed)
+    if isinstance(per_task, str):
+        share = float(per_task.split("+")[1].rstrip("%")) / 100
+        wanted = 1 + (np.random.default_rng(seed).random(data.n_tasks) < share)
+    else:
+        wanted = np.full(data.n_tasks, per_task)
+    return revealed_data(data, positions, np.minimum(sizes, wanted))
+
+
+def mixed_level(share: float) -> str:
+    """The ``level`` label of a mixed subsample."""
+    return f"1+{100 * share:g}%"
+
+
+class _Candidate(DawidSkene):
+    """A candidate rule for lone labels: the M-step's statistics replaced (in memory,
+    unchunked; the benchmark's fits only)."""
+
+    def _m_step(self, data: CrowdData) -> None:
+        parts = [
+            self._candidate_statistics(block, design, self.probas_[block.start : block.stop])
+            for block, design in self._designed_blocks(data)
+        ]
+        counts = sum(part[0] for part in parts)
+        totals = sum(part[1] for part in parts)
+        self._set_parameters(counts, totals, data.n_workers)
+
+    def _candidate_statistics(self, block: Any, design: Any, probas: np.ndarray) -> tuple:
+        raise NotImplementedError
+
+
+class CountsOnly(_Candidate):
+    """Lone labels out of the confusion counts; every posterior in the class prior."""
+
+    def _candidate_statistics(self, block: Any, design: Any, probas: np.ndarray) -> tuple:
+        shared = (np.diff(block.indptr) > 1).astype(probas.dtype)
+        counts = design.T @ (probas * shared[:, None])
+        return counts, block.annotated.astype(probas.dtype) @ probas
+
+
+class OutOfThePrior(_Candidate):
+    """Lone labels out of the confusion counts and out of the class prior."""
+
+    def _candidate_statistics(self, block: Any, design: Any, probas: np.ndarray) -> tuple:
+        shared = (np.diff(block.indptr) > 1).astype(probas.dtype)
+        return design.T @ (probas * shared[:, None]), shared @ probas
+
+
+class Cavity(_Candidate):
+    """The default rule, with each shared label counted under its task's posterior
+    without that label (``T_ik / pi_j[k, l]`` renormalised; at the first M-step,
+    whose posteriors are vote frequencies, the frequencies of the other votes)."""
+
+    def _candidate_statistics(self, block: Any, design: Any, probas: np.ndarray) -> tuple:
+        k = probas.shape[1]
+        n_workers = design.shape[1] // k
+        n_labels = np.diff(block.indptr)
+        shared = n_labels > 1
+        cells = block.worker.astype(np.int64) * k + block.label
+        rows = np.arange(len(cells))
+        if getattr(self, "confusions_", None) is None:
+            votes = block_vote_counts(block, k).astype(np.float64)[block.task]
+            votes[rows, block.label] -= 1
+            cavity = frequencies(votes, np.dtype(np.float64))
+        else:
+            log_table = np.log(self.confusions_.transpose(0, 2, 1).reshape(-1, k))
+            scores = np.log(np.maximum(probas, 1e-300))[block.task] - log_table[cells]
+            cavity, _ = normalise_log(scores)
+        cavity *= shared[block.task][:, None]
+        per_label = sp.csr_matrix(
+            (np.ones(len(cells)), cells, np.arange(len(cells) + 1)),
+            shape=(len(cells), n_workers * k),
+        )
+        counts = np.asarray(per_label.T @ cavity)
+        lone = n_labels == 1
+        totals = (shared.astype(probas.dtype) @ probas) + np.bincount(
+            block.label[block.indptr[:-1][lone]], minlength=k
+        )
+        return counts, totals
+
+
+#: Candidate rules of the candidates table (column label -> estimator class).
+CANDIDATES: dict[str, type] = {
+    "counts only": CountsOnly,
+    "out of the prior too": OutOfThePrior,
+    "cavity": Cavity,
+}
+
+
+def accuracies(data: CrowdData, seed: int, candidates: bool = False) -> dict[str, float]:
+    """MV's, the default DS's and the old rule's accuracy on ``data`` (expected
+    accuracy under random tie-breaking, on the tasks with known truth), and with
+    ``candidates`` those of :data:`CANDIDATES`."""
+    votes = data.vote_counts.toarray()
+    models = {
+        "ds": DawidSkene(random_state=seed, progress=False),
+        "ds_old": DawidSkene(lone_labels="em", random_state=seed, progress=False),
+    }
+    if candidates:
+        models.update(
+            {label: cls(random_state=seed, progress=False) for label, cls in CANDIDATES.items()}
+        )
+    scores = {"mv": acc_train(data, votes, ties="expected")}
+    for label, model in models.items():
+        scores[label] = acc_train(data, model.fit(data).probas_, ties="expected")
+    return scores
+
+
+def dataset_rows(
+    name: str,
+    data: CrowdData,
+    levels: tuple[int, ...],
+    seeds: int,
+    mixed: tuple[float, ...] = (),
+    candidates: bool = False,
+) -> list:
+    """Raw rows of one dataset: per level (the ``mixed`` ones after) and subsample,
+    then the full set once (its result does not depend on a seed)."""
+    rows = []
+    named: list[int | str] = [*levels, *(mixed_level(share) for share in mixed)]
+    plan = [(level, seed) for level in named for seed in range(seeds)] + [(FULL, 0)]
+    for level, seed in plan:
+        sub = data if level == FULL else thinned(data, level, seed)
+        n_labels = np.bincount(sub.task, minlength=sub.n_tasks)
+        rows.append(
+            {
+                "dataset": name,
+                "level": str(level),
+                "seed": seed,
+                "n_annotations": sub.n_annotations,
+                "lone_share": float(np.mean(n_labels[n_labels > 0] == 1)),
+                **accuracies(sub, seed, candidates),
+            }
+        )
+    return rows
+
+
+def candidates_table(raw: pd.DataFrame) -> pd.DataFrame:
+    """Per level, for the rule and each candidate: the mean over the datasets of its
+    mean gap to MV (points), the worst dataset's gap, and in how many datasets it is
+    more than :data:`TOLERANCE` below MV."""
+    columns = {"DS (default)": "ds", "DS old rule": "ds_old"}
+    columns.update({label: label for label in CANDIDATES if label in raw.columns})
+    means = raw.groupby(["level", "dataset"], sort=False)[["mv", *columns.values()]].mean()
+    out = []
+    for level, group in means.groupby(level="level", sort=False):
+        row: dict[str, object] = {"labels a task": level, "datasets": len(group)}
+        for title, column in columns.items():
+            gaps = 100 * (group[column] - group["mv"])
+            worst = gaps.idxmin()[1]
+            below = int((gaps < -100 * TOLERANCE).sum())
+            row[title] = f"{gaps.mean():+.1f} / {gaps.min():+.1f} ({worst}) / {below}"
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def summary_table(raw: pd.DataFrame) -> pd.DataFrame:
+    """One row per (dataset, level): mean ± SD over subsamples of each method, and
+    the mean differences DS - MV and DS - old rule (in points)."""
+    out = []
+    for (name, level), group in raw.groupby(["dataset", "level"], sort=False):
+        row: dict[str, object] = {"dataset": name, "labels a task": level}
+        row["subsamples"] = len(group)
+        for method, title in zip(METHODS, ("MV", "DS (default)", "DS old rule"), strict=True):
+            values = group[method]
+            spread = f" ± {values.std(ddof=1):.3f}" if len(values) > 1 else ""
+            row[title] = f"{values.mean():.3f}{spread}"
+        gap = 100 * (group["ds"] - group["mv"]).mean()
+        row["DS - MV (points)"] = f"{gap:+.1f}"
+        row["DS - old (points)"] = f"{100 * (group['ds'] - group['ds_old']).mean():+.1f}"
+        row["goal"] = "ok" if gap >= -100 * TOLERANCE else "below"
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def misses(raw: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The (dataset, level) cells where DS is more than :data:`TOLERANCE` below MV on
+    average, and the full sets where DS is below the old rule."""
+    raw = raw[~raw["level"].str.startswith("1+")]
+    means = raw.groupby(["dataset", "level"], sort=False)[list(METHODS)].mean()
+    below_mv = [
+        f"{name} at {level}"
+        for (name, level), row in means.iterrows()
+        if row["ds"] < row["mv"] - TOLERANCE
+    ]
+    full = means.xs(FULL, level="level") if FULL in set(raw["level"]) else means.iloc[:0]
+    below_old = [
+        f"{name} ({row['ds']:.3f} against {row['ds_old']:.3f})"
+        for name, row in full.iterrows()
+        if row["ds"] < row["ds_old"] - 1e-9
+    ]
+    return below_mv, below_old
+
+
+@register(NAME, "Dawid-Skene against majority vote at 1, 2, 3 and 5 labels a task")
+def bench_sparse_regime(out: Path, quick: bool, seeds: int) -> BenchResult:
+    names = QUICK_DATASETS if quick else DATASETS
+    levels = QUICK_LEVELS if quick else LEVELS
+    root = datasets.data_root()
+    rows, skipped = [], []
+    for name in names:
+        try:
+            data = datasets.load(name, root=root).train
+        except DatasetError as error:
+            skipped.append(f"{name} skipped: {str(error).split(';')[0]}")
+            continue
+        mixed = QUICK_MIXED if quick else MIXED
+        rows += dataset_rows(name, data, levels, seeds, mixed, candidates=True)
+    raw = pd.DataFrame(
+        rows,
+        columns=["dataset", "level", "seed", "n_annotations", "lone_share", *METHODS, *CANDIDATES],
+    )
+    main = raw[~raw["level"].str.startswith("1+")]
+    below_mv, below_old = misses(raw)
+    cells = main.groupby(["dataset", "level"]).ngroups
+    summary = (
+        f"DS (default) is more than {100 * TOLERANCE:.1f} point below MV in "
+        f"{len(below_mv)} of {cells} cells"
+        + (f" ({', '.join(below_mv)})" if below_mv else "")
+        + "; on the full sets it is below the old rule on "
+        + (", ".join(below_old) if below_old else "none")
+        + "."
+    )
+    notes = [
+        f"data root: {root} ($CROWDLEARN_DATA); subsamples: seeds 0..{seeds - 1} "
+        "(each task's first labels in campaign-replay's seeded order; a task with "
+        f"fewer labels keeps all); '{FULL}': the full set, once",
+        "accuracy: expected accuracy under uniform random tie-breaking on the tasks "
+        "with known truth (crowdlearn.metrics.acc_train, ties='expected'), for MV on "
+        "the vote counts and for DS on its posteriors; cells are mean ± SD over the "
+        "subsamples; differences are means of the per-subsample differences",
+        "DS (default): DawidSkene() (lone_labels='vote': a task's only label feeds no "
+        "confusion count and counts in the class prior as its class); DS old rule: "
+        "DawidSkene(lone_labels='em'), the default before issue 43",
+        f"goal: 'ok' when DS - MV >= -{100 * TOLERANCE:.1f} point on average",
+        "candidates table: per level, each rule's gap to MV in points, 'mean over the "
+        "datasets / worst dataset (which) / datasets more than 0.5 point below MV'; "
+        "levels '1+S%': one label a task, two on a random S % of the tasks (drawn with "
+        "the subsample's seed); the candidates are M-steps defined in "
+        "benchmarks/aggregation/sparse_regime.py (CANDIDATES), fitted in memory",
+        *skipped,
+    ]
+    return BenchResult(
+        raw=raw,
+        table=summary_table(main),
+        notes=notes,
+        summary=summary,
+        extra_tables={"Candidate rules for lone labels (gap to MV)": candidates_table(raw)},
+    )
