@@ -37,7 +37,7 @@ from crowdlearn.data import CrowdData, CrowdDataError
 from crowdlearn.data.errors import show
 
 #: The layout version of the files :meth:`BaseLearner.save` writes.
-MODEL_FORMAT = 1
+MODEL_FORMAT = 2
 
 #: Learner class -> the registry name it was first registered under (filled by
 #: :func:`crowdlearn.learning.register_learner`), for learners made without a spec.
@@ -112,53 +112,134 @@ def _input_shape(learner: Any) -> tuple[int, ...] | None:
     return None if shape is None else tuple(shape[0])
 
 
+def write_model_file(payload: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
+    """Write a learner's payload (see :meth:`BaseLearner.save`) as a data-only model
+    file (module docstring); raises :class:`ModelFileError` before writing anything
+    when the learner holds a value such a file cannot (a custom backbone network or
+    callable, an object of an unregistered class)."""
+    from crowdlearn.learning._safe_file import UnsupportedValue, write_file
+
+    try:
+        write_file(path, FILE_KIND, dict(payload), what=str(payload.get("class", "the learner")))
+    except UnsupportedValue as error:
+        raise ModelFileError(
+            f"cannot save this learner: {error}; model files hold data only (a custom "
+            "backbone cannot be saved: use a named one such as 'mlp' or 'cnn')"
+        ) from None
+
+
 def read_model_file(path: str | os.PathLike[str], device: Any = "cpu") -> dict[str, Any]:
     """The payload of a model file, after checking that it is one this version reads.
+
+    Nothing in the file is run: see :mod:`crowdlearn.learning._safe_file`. ``device``
+    is accepted for compatibility; tensors are read on the CPU and moved by the loader.
 
     Raises
     ------
     ModelFileError
-        Not a crowdlearn model file (another file, a truncated one), or a file of
-        another model format (see the module docstring).
+        Not a crowdlearn model file (another file, a truncated one, a pickle of the old
+        format), or a file of another model format (see the module docstring).
     FileNotFoundError
         No file at ``path``.
     """
-    import pickle
-    import zipfile
+    from crowdlearn.learning._safe_file import DamagedFile, decode, load_tensors, read_header
 
-    import torch
+    file = _existing(path)
+    data = file.read_bytes()
+    _document(path, file, data[:16])
+    try:
+        header, size = read_header(file, data)
+        document = _crowdlearn_document(path, header)
+        check_meta(decode(document.get("meta"), {}), path)  # before any tensor is read
+        tensors = load_tensors(data[:size])
+        payload = decode(document, tensors)
+    except DamagedFile as error:
+        raise _damaged(path, error) from None
+    if not isinstance(payload, dict) or not isinstance(payload.get("class"), str):
+        raise ModelFileError(f"{path}: not a crowdlearn model file (no learner in it)")
+    payload["meta"] = check_meta(payload.get("meta"), path)
+    return payload
 
+
+def read_model_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The metadata of a model file, from its header alone (no tensor is read)."""
+    from crowdlearn.learning._safe_file import DamagedFile, decode, read_header
+
+    file = _existing(path)
+    with open(file, "rb") as handle:
+        head = handle.read(16)
+    _document(path, file, head)
+    try:
+        header, _ = read_header(file)
+        document = _crowdlearn_document(path, header)
+        meta = check_meta(decode(document.get("meta"), {}), path)
+    except DamagedFile as error:
+        raise _damaged(path, error) from None
+    return meta
+
+
+#: What the header of a model file names it (``crowdlearn-file``).
+FILE_KIND = "model"
+
+
+def _existing(path: str | os.PathLike[str]) -> Path:
     file = Path(path)
     if not file.exists():
         raise FileNotFoundError(2, "No such file or directory", str(path))
     if file.is_dir():
         raise ModelFileError(f"{path}: a folder, not a model file (give FOLDER/model.pt)")
-    try:
-        payload = torch.load(file, map_location=device, weights_only=False)
-    except (
-        pickle.UnpicklingError,
-        zipfile.BadZipFile,
-        EOFError,
-        RuntimeError,
-        ValueError,
-        TypeError,
-        AttributeError,
-        ImportError,
-        IndexError,
-        KeyError,
-        UnicodeDecodeError,
-    ) as error:
-        reason = " ".join(str(error).split())[:120] or type(error).__name__
-        raise ModelFileError(
-            f"{path}: not a crowdlearn model file, or a damaged one (cannot read it: {reason})"
-        ) from None
-    if not isinstance(payload, Mapping) or not isinstance(payload.get("class"), str):
-        raise ModelFileError(
-            f"{path}: not a crowdlearn model file (no learner in it; model files are "
-            "written by crowdlearn learn or BaseLearner.save)"
+    return file
+
+
+def _document(path: str | os.PathLike[str], file: Path, head: bytes) -> None:
+    """Refuse, from its first bytes, a file that is not in the data-only layout."""
+    from crowdlearn.learning._safe_file import sniff
+
+    kind = sniff(head, file)
+    if kind == "safetensors":
+        return
+    if kind in ("torch-pickle", "pickle"):
+        raise ModelFileError(old_format_message(path, kind))
+    raise ModelFileError(
+        f"{path}: not a crowdlearn model file (model files are written by crowdlearn "
+        "learn or BaseLearner.save)"
+    )
+
+
+def old_format_message(path: str | os.PathLike[str], kind: str, what: str = "model") -> str:
+    """The one line refusing a pickle-based file (it is never unpickled)."""
+    found = "a PyTorch pickle (torch.save)" if kind == "torch-pickle" else "a Python pickle"
+    if what == "checkpoint":
+        return (
+            f"{path}: {found}, the checkpoint format of crowdlearn before model format "
+            f"{MODEL_FORMAT}, not read because reading a pickle can run code from it; "
+            "remove it and train again, or resume it with the crowdlearn that wrote it"
         )
-    check_meta(payload.get("meta"), path)
-    return dict(payload)
+    return (
+        f"{path}: {found}, the model format of crowdlearn before model format "
+        f"{MODEL_FORMAT} (this is crowdlearn {crowdlearn_version()}), not read because "
+        "reading a pickle can run code from it; if you trust the file, use it with the "
+        "crowdlearn that wrote it, or retrain the model with this version"
+    )
+
+
+def _crowdlearn_document(path: str | os.PathLike[str], header: Mapping[str, Any]) -> Any:
+    from crowdlearn.learning._safe_file import document_of
+
+    document = document_of(dict(header), FILE_KIND)
+    if not isinstance(document, dict):
+        raise ModelFileError(
+            f"{path}: not a crowdlearn model file (a safetensors file without "
+            "crowdlearn's model metadata)"
+        )
+    return document
+
+
+def _damaged(path: str | os.PathLike[str], error: Exception) -> ModelFileError:
+    reason = " ".join(str(error).split())[:160] or type(error).__name__
+    return ModelFileError(
+        f"{path}: not a crowdlearn model file, or a damaged one (cannot read it: {reason})"
+    )
 
 
 def check_meta(meta: Any, path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from crowdlearn.learning._model_file import (
     MODEL_FORMAT,
     ModelFileError,
     check_features,
-    read_model_file,
+    read_model_meta,
 )
 from crowdlearn.learning._shared import resolve_device
 
@@ -83,4 +83,4 @@ def model_info(path: str | os.PathLike[str]) -> dict[str, Any]:
     ModelFileError
         As :func:`load_model`.
     """
-    return dict(read_model_file(path, "cpu")["meta"])
+    return read_model_meta(path)
