@@ -47,7 +47,6 @@ from crowdlearn.learning._shared import (  # noqa: F401  (re-exported)
     history_frame,
     training_inputs,
     without_timings,
-    write_torch,
 )
 from crowdlearn.learning._trainer import Trainer
 from crowdlearn.learning._validation import (
@@ -592,14 +591,21 @@ class BaseLearner(BaseEstimator):
         payload = read_model_file(path, device)
         learner_class = learner_class_named(payload["class"], path)
         if not issubclass(learner_class, cls):
-            raise ModelFileError(f"{path} holds a {learner_class.__name__}, not a {cls.__name__}")
+            raise TypeError(f"{path} holds a {learner_class.__name__}, not a {cls.__name__}")
         try:
             learner = learner_class._from_payload(payload, device)
             if payload.get("featurizer") is not None:
                 from crowdlearn.learning.featurizers import featurizer_from_state
 
                 learner.featurizer_ = featurizer_from_state(payload["featurizer"])
-        except (KeyError, TypeError, ValueError, RuntimeError, AttributeError, IndexError) as error:
+        except (
+            KeyError,
+            TypeError,
+            ValueError,
+            RuntimeError,
+            AttributeError,
+            IndexError,
+        ) as error:
             if isinstance(error, ModelFileError):
                 raise
             reason = " ".join(str(error).split())[:160] or type(error).__name__

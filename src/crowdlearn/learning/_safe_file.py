@@ -110,7 +110,11 @@ class Encoder:
         if isinstance(value, np.ndarray):
             return self._array(value, where)
         if isinstance(value, Counter):
-            return {"$counter": [[self.encode(k, where), self.encode(v, where)] for k, v in value.items()]}
+            return {
+                "$counter": [
+                    [self.encode(k, where), self.encode(v, where)] for k, v in value.items()
+                ]
+            }
         if type(value) in (dict, OrderedDict):
             keys = list(value)
             if all(isinstance(k, str) and not k.startswith("$") for k in keys):
@@ -217,9 +221,7 @@ class _Decoder:
         if not tags:
             return {k: self.decode(v) for k, v in value.items()}
         tag = tags[0]
-        handler: Callable[[dict[str, Any]], Any] | None = getattr(
-            self, "_" + tag[1:], None
-        )
+        handler: Callable[[dict[str, Any]], Any] | None = getattr(self, "_" + tag[1:], None)
         if handler is None:
             raise DamagedFile(f"an unknown entry {tag!r} in the document")
         return handler(value)
@@ -365,14 +367,13 @@ def write_file(
     when a value cannot be held."""
     import safetensors.torch
 
-    from crowdlearn._atomic import atomic_path
+    from crowdlearn.learning._shared import write_bytes
 
     encoder = Encoder()
     document = encoder.encode(payload, what)
     text = json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     data = safetensors.torch.save(encoder.tensors, metadata={KIND_KEY: kind, DOCUMENT_KEY: text})
-    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-        handle.write(data)
+    write_bytes(data, path)
 
 
 def sniff(head: bytes, path: Path) -> str:
@@ -389,10 +390,10 @@ def sniff(head: bytes, path: Path) -> str:
         if any(name == "data.pkl" or name.endswith("/data.pkl") for name in names):
             return "torch-pickle"
         return "other"
+    if len(head) >= 9 and head[8:9] == b"{":
+        return "safetensors"  # checked first: a header length may start with 0x80
     if head[:1] == b"\x80":
         return "pickle"
-    if len(head) >= 9 and head[8:9] == b"{":
-        return "safetensors"
     return "other"
 
 
