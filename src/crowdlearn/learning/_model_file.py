@@ -1,6 +1,13 @@
 """The model file: what :meth:`BaseLearner.save` writes besides the weights, and how a
 file is checked before a learner is built from it.
 
+The file holds data only (model format 2): one safetensors file whose header carries
+the payload (parameters, fitted state, featuriser state, ``meta``) as a JSON document
+and whose body holds the tensors (:mod:`crowdlearn.learning._safe_file`). Reading it,
+or its metadata alone, runs no code from it; the learner's class is found by name among
+the registered learners. Format 1 files (``torch.save`` pickles) are recognised from
+their first bytes, never unpickled, and refused in one line.
+
 Every saved learner carries a ``meta`` dict of plain Python values:
 
 * ``format``: :data:`MODEL_FORMAT`, the layout of the file; ``crowdlearn``: the version
@@ -17,8 +24,9 @@ Every saved learner carries a ``meta`` dict of plain Python values:
 
 Version policy: a file is read only when its ``format`` is this version's
 :data:`MODEL_FORMAT`. A file without ``meta`` was written by a crowdlearn before model
-formats existed, a file of a larger format by a newer crowdlearn; both are refused with
-a :class:`ModelFileError` saying which version to use. The format number changes only
+formats existed, a file of a larger format by a newer crowdlearn, a pickle by a
+crowdlearn of format 1 or earlier; all are refused with a :class:`ModelFileError`
+saying which version to use. The format number changes only
 when the file's layout does (not with every release).
 
 This module imports no learner: the learner base imports it.
