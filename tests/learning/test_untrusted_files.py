@@ -166,7 +166,10 @@ def test_every_registered_learner_round_trips_through_the_data_only_file(name, t
     assert (tmp_path / "m.pt").read_bytes()[8:9] == b"{"  # the safetensors layout
     loaded = load_model(tmp_path / "m.pt")
     assert type(loaded) is type(model)
-    assert loaded.get_params(deep=False).keys() == model.get_params(deep=False).keys()
+    saved, read = model.get_params(deep=False), loaded.get_params(deep=False)
+    assert read.keys() == saved.keys()
+    for key, value in saved.items():  # tuples stay tuples, estimators their class
+        assert type(read[key]) is type(value) and repr(read[key]) == repr(value), key
     X = np.random.default_rng(1).normal(size=(6, 4)).astype(np.float32)
     np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
     assert loaded.classes_.tolist() == model.classes_.tolist()
