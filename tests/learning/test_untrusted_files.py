@@ -197,3 +197,56 @@ def test_no_source_unpickles_or_writes_pickles():
         if UNSAFE.search(line) and not line.lstrip().startswith("#")
     ]
     assert found == []
+
+
+# ---------------------------------------------------------------------- tampering
+
+
+def _paths(value, prefix=()):
+    """Every path (tuple of keys/indices) into a JSON document."""
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _paths(item, (*prefix, index))
+
+
+JUNK = [None, -1, 2**70, "x", [], {}, {"$tensor": "zz"}, {"$tuple": {}}, 1.5, True, [[1]]]
+
+
+def test_random_tampering_gives_a_model_or_one_model_file_error(ds_model, tmp_path):
+    """Junk put anywhere in the document: every read either works or raises a
+    ModelFileError (a CrowdDataError, one line on the command line), never another
+    exception."""
+    from click.testing import CliRunner
+
+    from crowdlearn.cli import cli
+
+    _, path = ds_model
+    with safetensors.safe_open(path, framework="pt") as handle:
+        document = json.loads(handle.metadata()["crowdlearn"])
+    paths = [p for p in _paths(document) if p]
+    rng = np.random.default_rng(43)
+    X = np.zeros((2, 4), dtype=np.float32)
+    for trial in range(60):
+        where = paths[rng.integers(len(paths))]
+        junk = JUNK[rng.integers(len(JUNK))]
+
+        def change(doc, where=where, junk=junk):
+            node = doc
+            for key in where[:-1]:
+                node = node[key]
+            node[where[-1]] = junk
+
+        bad = edited(path, tmp_path / f"m{trial}.pt", change)
+        for read in (model_info, lambda p: load_model(p).predict_proba(X)):
+            try:
+                read(bad)
+            except ModelFileError:
+                pass
+        result = CliRunner().invoke(cli, ["predict", str(bad), "--info"])
+        assert result.exit_code in (0, 2), (where, junk, result.output)
+        if result.exit_code == 2:
+            assert len(result.stderr.strip().splitlines()) == 1, (where, junk, result.stderr)

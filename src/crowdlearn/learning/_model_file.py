@@ -274,7 +274,41 @@ def check_meta(meta: Any, path: str | os.PathLike[str]) -> dict[str, Any]:
             f"this is crowdlearn {here}, format {MODEL_FORMAT}); retrain the model with "
             "this version, or load it with the version that saved it"
         )
+    wrong = _wrong_meta_field(meta)
+    if wrong is not None:
+        raise ModelFileError(
+            f"{path}: not a crowdlearn model file, or a damaged one (its metadata's "
+            f"{wrong!r} is not what crowdlearn writes)"
+        )
     return dict(meta)
+
+
+def _wrong_meta_field(meta: Mapping[str, Any]) -> str | None:
+    """The first field of ``meta`` whose value is not of the type :func:`model_meta`
+    writes (a tampered file), or None."""
+
+    def count(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+    def optional_text(value: Any) -> bool:
+        return value is None or isinstance(value, str)
+
+    shape = meta.get("input_shape")
+    checks = {
+        "crowdlearn": isinstance(meta.get("crowdlearn"), str),
+        "method": isinstance(meta.get("method"), str),
+        "spec": optional_text(meta.get("spec")),
+        "class": isinstance(meta.get("class"), str),
+        "classes": isinstance(meta.get("classes"), list)
+        and all(
+            isinstance(c, (str, int, float, bool)) or c is None for c in meta.get("classes", [])
+        ),
+        "input_shape": shape is None or (isinstance(shape, list) and all(count(n) for n in shape)),
+        "n_features": meta.get("n_features") is None or count(meta.get("n_features")),
+        "featurizer": optional_text(meta.get("featurizer")),
+        "training": meta.get("training") is None or isinstance(meta.get("training"), dict),
+    }
+    return next((name for name, fine in checks.items() if not fine), None)
 
 
 def check_features(meta: Mapping[str, Any], X: np.ndarray, where: str) -> None:

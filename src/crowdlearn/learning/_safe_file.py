@@ -202,7 +202,15 @@ class Encoder:
 def decode(document: Any, tensors: dict[str, Any]) -> Any:
     """The values :meth:`Encoder.encode` described; raises :class:`DamagedFile` on
     anything it did not write."""
-    return _Decoder(tensors).decode(document)
+    try:
+        return _Decoder(tensors).decode(document)
+    except DamagedFile:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as error:
+        reason = " ".join(str(error).split())[:80] or type(error).__name__
+        raise DamagedFile(
+            f"its document does not decode ({type(error).__name__}: {reason})"
+        ) from None
 
 
 class _Decoder:
@@ -416,7 +424,7 @@ def read_header(path: Path, data: bytes | None = None) -> tuple[dict[str, Any], 
         raw = data[8 : 8 + size]
     try:
         header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise DamagedFile("its header is not JSON") from None
     if not isinstance(header, dict):
         raise DamagedFile("its header is not a JSON object")
@@ -427,7 +435,9 @@ def read_header(path: Path, data: bytes | None = None) -> tuple[dict[str, Any], 
         offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
         if not (isinstance(offsets, list) and len(offsets) == 2):
             raise DamagedFile(f"tensor {name!r} has no byte range")
-        end = max(end, *(int(o) for o in offsets if isinstance(o, int)))
+        if not all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offsets):
+            raise DamagedFile(f"tensor {name!r} has no byte range")
+        end = max(end, *offsets)
     expected = 8 + size + end
     if total < expected:
         raise DamagedFile(f"it ends after {total} of its {expected} bytes (truncated?)")
@@ -445,7 +455,7 @@ def document_of(header: dict[str, Any], kind: str) -> Any | None:
         return None
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise DamagedFile("its document is not JSON") from None
 
 
