@@ -162,9 +162,9 @@ def rewritten(pets, tmp_path, change):
     source = pets / "out" / "model.pt"
     with safetensors.safe_open(source, framework="pt") as handle:
         metadata = dict(handle.metadata())
-    document = json.loads(metadata["crowdlearn"])
+    document = json.loads(metadata["crowdlearn-model"])
     change(document)
-    metadata["crowdlearn"] = json.dumps(document)
+    metadata["crowdlearn-model"] = json.dumps(document)
     target = tmp_path / "model.pt"
     safetensors.torch.save_file(safetensors.torch.load_file(source), target, metadata=metadata)
     return target

@@ -198,9 +198,9 @@ def test_a_model_naming_a_class_outside_the_registry_is_one_line(pets, tmp_path)
     source = tmp_path / "out" / "model.pt"
     with safetensors.safe_open(source, framework="pt") as handle:
         metadata = dict(handle.metadata())
-    document = json.loads(metadata["crowdlearn"])
+    document = json.loads(metadata["crowdlearn-model"])
     document["class"] = "os.system"
-    metadata["crowdlearn"] = json.dumps(document)
+    metadata["crowdlearn-model"] = json.dumps(document)
     crafted = tmp_path / "model.pt"
     safetensors.torch.save_file(safetensors.torch.load_file(source), crafted, metadata=metadata)
     out = tmp_path / "p.csv"

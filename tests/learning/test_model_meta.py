@@ -133,9 +133,9 @@ def rewrite(path, target, change):
 
     with safetensors.safe_open(path, framework="pt") as handle:
         metadata = dict(handle.metadata())
-    document = json.loads(metadata["crowdlearn"])
+    document = json.loads(metadata["crowdlearn-model"])
     change(document)
-    metadata["crowdlearn"] = json.dumps(document)
+    metadata["crowdlearn-model"] = json.dumps(document)
     safetensors.torch.save_file(safetensors.torch.load_file(path), target, metadata=metadata)
     return target
 

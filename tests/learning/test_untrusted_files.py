@@ -94,9 +94,9 @@ def edited(source: Path, target: Path, change) -> Path:
     """A copy of a data-only file with ``change`` applied to its JSON document."""
     with safetensors.safe_open(source, framework="pt") as handle:
         metadata = dict(handle.metadata())
-    document = json.loads(metadata["crowdlearn"])
+    document = json.loads(metadata["crowdlearn-model"])
     change(document)
-    metadata["crowdlearn"] = json.dumps(document)
+    metadata["crowdlearn-model"] = json.dumps(document)
     safetensors.torch.save_file(safetensors.torch.load_file(source), target, metadata=metadata)
     return target
 
@@ -226,7 +226,7 @@ def test_random_tampering_gives_a_model_or_one_model_file_error(ds_model, tmp_pa
 
     _, path = ds_model
     with safetensors.safe_open(path, framework="pt") as handle:
-        document = json.loads(handle.metadata()["crowdlearn"])
+        document = json.loads(handle.metadata()["crowdlearn-model"])
     paths = [p for p in _paths(document) if p]
     rng = np.random.default_rng(43)
     X = np.zeros((2, 4), dtype=np.float32)

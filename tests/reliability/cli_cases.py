@@ -157,7 +157,7 @@ def _data_only_model(class_name: str | None) -> bytes:
         "training": None,
     }
     document = {"class": class_name, "meta": meta, "module": {"w": {"$tensor": "t0"}}}
-    metadata = {"crowdlearn-file": "model", "crowdlearn": json.dumps(document)}
+    metadata = {"crowdlearn-model": json.dumps(document)}
     return safetensors.torch.save(tensors, metadata=metadata)
 
 

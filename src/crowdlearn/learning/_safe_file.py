@@ -2,8 +2,10 @@
 
 One file in the safetensors layout: an 8-byte little-endian header length, a JSON
 header, then the raw bytes of the tensors. The header's ``__metadata__`` string map
-holds, under :data:`DOCUMENT_KEY`, a JSON document describing everything that is not
-a tensor; the document refers to tensors by name (``{"$tensor": "t3"}``).
+holds one entry, ``crowdlearn-<kind>`` (``crowdlearn-model``, ``crowdlearn-checkpoint``:
+what the file is), whose value is a JSON document describing everything that is not
+a tensor (one entry, since safetensors writes its map in no fixed order, and the same
+fit must write the same bytes); the document refers to tensors by name (``{"$tensor": "t3"}``).
 
 Reading a file runs nothing from it: the header is parsed as JSON, the tensors are
 copied from their byte ranges by safetensors, and the document is decoded by
@@ -32,10 +34,8 @@ from typing import Any
 
 import numpy as np
 
-#: The key of ``__metadata__`` holding the JSON document.
-DOCUMENT_KEY = "crowdlearn"
-#: The key of ``__metadata__`` naming what the file is (``model`` or ``checkpoint``).
-KIND_KEY = "crowdlearn-file"
+#: The key of ``__metadata__`` holding the JSON document of a file of kind ``kind``.
+DOCUMENT_KEY = "crowdlearn-{kind}"
 
 #: numpy dtype kinds stored as tensors (booleans, integers, floats).
 _NUMERIC = "biuf"
@@ -380,7 +380,7 @@ def write_file(
     encoder = Encoder()
     document = encoder.encode(payload, what)
     text = json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    data = safetensors.torch.save(encoder.tensors, metadata={KIND_KEY: kind, DOCUMENT_KEY: text})
+    data = safetensors.torch.save(encoder.tensors, metadata={DOCUMENT_KEY.format(kind=kind): text})
     write_bytes(data, path)
 
 
@@ -448,9 +448,9 @@ def document_of(header: dict[str, Any], kind: str) -> Any | None:
     """The JSON document a header holds, or None when the file is not a crowdlearn
     file of this ``kind``."""
     metadata = header.get("__metadata__")
-    if not isinstance(metadata, dict) or metadata.get(KIND_KEY) != kind:
+    if not isinstance(metadata, dict):
         return None
-    text = metadata.get(DOCUMENT_KEY)
+    text = metadata.get(DOCUMENT_KEY.format(kind=kind))
     if not isinstance(text, str):
         return None
     try:
