@@ -250,3 +250,73 @@ def test_random_tampering_gives_a_model_or_one_model_file_error(ds_model, tmp_pa
         assert result.exit_code in (0, 2), (where, junk, result.output)
         if result.exit_code == 2:
             assert len(result.stderr.strip().splitlines()) == 1, (where, junk, result.stderr)
+
+
+# ---------------------------------------------------------------------- the codec
+
+
+def test_the_codec_round_trips_every_kind_of_value_it_accepts(tmp_path):
+    from collections import Counter
+
+    from crowdlearn.learning._safe_file import (
+        decode,
+        document_of,
+        load_tensors,
+        read_header,
+        write_file,
+    )
+
+    objects = np.empty(3, dtype=object)
+    objects[:] = ["a", None, 2]
+    pairs = np.empty(2, dtype=object)
+    pairs[0], pairs[1] = (1, 2), (3, 4)
+    value = {
+        "numbers": [0, -1, 2**100, 1.5, float("nan"), float("inf"), -0.0, True, None],
+        "tuple": (1, ("x", 2.0)),
+        "int keys": {1: "a", (2, 3): "b", "$x": 1},
+        "counter": Counter({50: 1, 75: 1}),
+        "arrays": [
+            np.arange(6, dtype=np.float16).reshape(2, 3),
+            np.array([True, False]),
+            np.array([2**63], dtype=np.uint64),
+            np.array([["ab", "c"]]),
+            np.array([b"x", b"yz"]),
+            objects,
+            pairs,
+            np.zeros((0, 4), dtype=np.int32),
+        ],
+        "scalars": [np.float32(1.25), np.int64(-3), np.str_("id"), np.bool_(True)],
+        "tensor": torch.arange(4, dtype=torch.bfloat16),
+        "frame": pd.DataFrame({"epoch": [1, 2], "stage": ["a", None], "loss": [0.5, np.nan]}),
+        "series": pd.Series([1.0, 2.0], index=["a", "b"], name="s"),
+    }
+    write_file(tmp_path / "f", "test", value)
+    data = (tmp_path / "f").read_bytes()
+    header, size = read_header(tmp_path / "f", data)
+    back = decode(document_of(header, "test"), load_tensors(data[:size]))
+    assert back["numbers"][:4] == value["numbers"][:4] and np.isnan(back["numbers"][4])
+    assert back["numbers"][5:] == value["numbers"][5:]
+    assert str(back["numbers"][6]) == "-0.0"
+    assert back["tuple"] == value["tuple"] and back["int keys"] == value["int keys"]
+    assert type(back["counter"]) is Counter and back["counter"] == value["counter"]
+    for got, expected in zip(back["arrays"], value["arrays"], strict=True):
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        assert got.tolist() == expected.tolist()
+    for got, expected in zip(back["scalars"], value["scalars"], strict=True):
+        assert type(got) is type(expected) and got == expected
+    assert torch.equal(back["tensor"], value["tensor"])
+    pd.testing.assert_frame_equal(back["frame"], value["frame"])
+    pd.testing.assert_series_equal(back["series"], value["series"])
+
+
+@pytest.mark.parametrize(
+    "value",
+    [lambda x: x, object(), {"set": {1, 2}}, np.array(["2020-01-01"], dtype="datetime64[D]")],
+    ids=["callable", "object", "set", "datetime"],
+)
+def test_the_codec_refuses_what_it_cannot_read_back_and_writes_nothing(tmp_path, value):
+    from crowdlearn.learning._safe_file import UnsupportedValue, write_file
+
+    with pytest.raises(UnsupportedValue, match="cannot hold"):
+        write_file(tmp_path / "f", "test", {"value": value})
+    assert list(tmp_path.iterdir()) == []

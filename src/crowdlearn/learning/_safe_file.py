@@ -95,7 +95,7 @@ class Encoder:
         import pandas as pd
         import torch
 
-        if value is None or isinstance(value, (bool, str)):
+        if value is None or type(value) in (bool, str):
             return value
         if isinstance(value, int) and not isinstance(value, np.integer):
             return int(value)
@@ -242,7 +242,7 @@ class _Decoder:
 
     def _scalar(self, value: dict[str, Any]) -> Any:
         dtype = _dtype(value["$scalar"], _NUMERIC + "US")
-        return np.array(self.decode(value["value"]), dtype=dtype)[()]
+        return dtype.type(self.decode(value["value"]))
 
     def _tensor(self, value: dict[str, Any]) -> Any:
         name = value["$tensor"]
@@ -266,7 +266,8 @@ class _Decoder:
     def _objects(self, value: dict[str, Any]) -> np.ndarray:
         items = [self.decode(v) for v in value["values"]]
         array = np.empty(len(items), dtype=object)
-        array[:] = items
+        for position, item in enumerate(items):  # one by one: a tuple is one item
+            array[position] = item
         return array.reshape(_shape(value["$objects"]))
 
     def _tuple(self, value: dict[str, Any]) -> tuple[Any, ...]:
