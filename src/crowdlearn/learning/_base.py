@@ -36,6 +36,8 @@ from crowdlearn.data import CrowdData, CrowdDataError, TaskInputs
 from crowdlearn.data.inputs import as_inputs
 from crowdlearn.learning._model_file import (
     ModelFileError,
+    check_payload,
+    learner_class_named,
     model_meta,
     read_model_file,
     training_summary,
@@ -620,7 +622,7 @@ class BaseLearner(BaseEstimator):
     @classmethod
     def _from_payload(cls, payload: dict[str, Any], device: str) -> BaseLearner:
         """The learner :meth:`_payload` described, its weights on ``device``."""
-        _check_payload(payload)
+        check_payload(payload)
         learner = cls(**payload["params"])
         check_params(cls.__name__, learner.get_params(deep=False))
         learner._shape_ = payload["shape"]
@@ -717,72 +719,6 @@ class BaseLearner(BaseEstimator):
     def _check_fitted(self) -> None:
         if not hasattr(self, "module_"):
             raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit(data)")
-
-
-def learner_class_named(name: Any, path: Any = "the model file") -> type:
-    """The registered learner class whose qualified name is ``name`` (what a model
-    file's ``class`` says); :class:`ModelFileError` when no registered learner has it."""
-    from crowdlearn.learning._registry import LEARNERS
-    from crowdlearn.learning._safe_file import qualified_name
-
-    for entry in LEARNERS.values():
-        if isinstance(name, str) and qualified_name(entry.estimator) == name:
-            return entry.estimator
-    raise ModelFileError(
-        f"{path}: holds a learner of class {str(name)[:80]!r}, which is not a registered "
-        "crowdlearn learner (register it with register_learner before loading)"
-    )
-
-
-def _check_payload(payload: dict[str, Any]) -> None:
-    """Raise ValueError when the fields every learner's payload has (what
-    ``predict_proba`` uses) are not of the types :meth:`BaseLearner._payload` writes:
-    a tampered model file (:meth:`BaseLearner.load` reports it as damaged)."""
-
-    def size(value: Any) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-    shape = payload.get("shape")
-    if not (
-        isinstance(shape, tuple)
-        and len(shape) == 3
-        and isinstance(shape[0], tuple)
-        and all(size(n) for n in shape[0])
-        and size(shape[1])
-        and size(shape[2])
-    ):
-        raise ValueError("its shape entry is not (item shape, classes, workers)")
-    classes = payload.get("classes")
-    if not (isinstance(classes, np.ndarray) and classes.shape == (shape[1],)):
-        raise ValueError(f"its classes are not {shape[1]} class ids")
-    scaler = payload.get("scaler")
-    if scaler is not None and not (
-        isinstance(scaler, tuple)
-        and len(scaler) == 2
-        and all(
-            isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.shape == shape[0]
-            for a in scaler
-        )
-    ):
-        raise ValueError("its scaler is not a (mean, scale) pair of the item shape")
-    temperature = payload.get("temperature", 1.0)
-    if (
-        not isinstance(temperature, (int, float, np.floating))
-        or isinstance(temperature, bool)
-        or not np.isfinite(temperature)
-        or temperature <= 0
-    ):
-        raise ValueError("its temperature is not a positive number")
-    for name, kind in (("params", dict), ("module", dict), ("method_state", dict)):
-        if not isinstance(payload.get(name), kind):
-            raise ValueError(f"its {name} entry is not a {kind.__name__}")
-    if not isinstance(payload.get("history"), pd.DataFrame):
-        raise ValueError("its history is not a table")
-    folds = payload.get("fold_epochs")
-    if folds is not None and not (
-        isinstance(folds, list) and folds and all(size(n) for n in folds)
-    ):
-        raise ValueError("its fold epochs are not a list of epochs")
 
 
 #: Seed offset between the folds of ``crowd_folds`` (a prime, as in ``Ensemble``).

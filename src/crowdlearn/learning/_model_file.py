@@ -128,7 +128,8 @@ def write_model_file(payload: Mapping[str, Any], path: str | os.PathLike[str]) -
     from crowdlearn.learning._safe_file import UnsupportedValue, write_file
 
     try:
-        write_file(path, FILE_KIND, dict(payload), what=str(payload.get("class", "the learner")))
+        what = str(payload.get("class", "the learner"))
+        write_file(path, FILE_KIND, dict(payload), known_classes(), what=what)
     except UnsupportedValue as error:
         raise ModelFileError(
             f"cannot save this learner: {error}; model files hold data only (a custom "
@@ -160,7 +161,7 @@ def read_model_file(path: str | os.PathLike[str], device: Any = "cpu") -> dict[s
         document = _crowdlearn_document(path, header)
         check_meta(decode(document.get("meta"), {}), path)  # before any tensor is read
         tensors = load_tensors(data[:size])
-        payload = decode(document, tensors)
+        payload = decode(document, tensors, known_classes())
     except DamagedFile as error:
         raise _damaged(path, error) from None
     if not isinstance(payload, dict) or not isinstance(payload.get("class"), str):
@@ -309,6 +310,85 @@ def _wrong_meta_field(meta: Mapping[str, Any]) -> str | None:
         "training": meta.get("training") is None or isinstance(meta.get("training"), dict),
     }
     return next((name for name, fine in checks.items() if not fine), None)
+
+
+def known_classes() -> dict[str, type]:
+    """Qualified class name -> class of every registered learner
+    (:data:`METHOD_NAMES`, filled by ``register_learner``) and aggregation strategy:
+    the only classes a model file or checkpoint may name."""
+    from crowdlearn.aggregation import STRATEGIES
+    from crowdlearn.learning._safe_file import qualified_name
+
+    classes = [*METHOD_NAMES, *(entry.estimator for entry in STRATEGIES.values())]
+    return {qualified_name(cls): cls for cls in classes}
+
+
+def learner_class_named(name: Any, path: Any = "the model file") -> type:
+    """The registered learner class whose qualified name is ``name`` (what a model
+    file's ``class`` says), never imported from the name; :class:`ModelFileError`
+    when no registered learner has it."""
+    from crowdlearn.learning._safe_file import qualified_name
+
+    for cls in METHOD_NAMES:
+        if isinstance(name, str) and qualified_name(cls) == name:
+            return cls
+    raise ModelFileError(
+        f"{path}: holds a learner of class {str(name)[:80]!r}, which is not a registered "
+        "crowdlearn learner (register it with register_learner before loading)"
+    )
+
+
+def check_payload(payload: dict[str, Any]) -> None:
+    """Raise ValueError when the fields every learner's payload has (what
+    ``predict_proba`` uses) are not of the types :meth:`BaseLearner._payload` writes:
+    a tampered model file (:meth:`BaseLearner.load` reports it as damaged)."""
+
+    def size(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+    shape = payload.get("shape")
+    if not (
+        isinstance(shape, tuple)
+        and len(shape) == 3
+        and isinstance(shape[0], tuple)
+        and all(size(n) for n in shape[0])
+        and size(shape[1])
+        and size(shape[2])
+    ):
+        raise ValueError("its shape entry is not (item shape, classes, workers)")
+    classes = payload.get("classes")
+    if not (isinstance(classes, np.ndarray) and classes.shape == (shape[1],)):
+        raise ValueError(f"its classes are not {shape[1]} class ids")
+    scaler = payload.get("scaler")
+    if scaler is not None and not (
+        isinstance(scaler, tuple)
+        and len(scaler) == 2
+        and all(
+            isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.shape == shape[0]
+            for a in scaler
+        )
+    ):
+        raise ValueError("its scaler is not a (mean, scale) pair of the item shape")
+    temperature = payload.get("temperature", 1.0)
+    if (
+        not isinstance(temperature, (int, float, np.floating))
+        or isinstance(temperature, bool)
+        or not np.isfinite(temperature)
+        or temperature <= 0
+    ):
+        raise ValueError("its temperature is not a positive number")
+    for name, kind in (("params", dict), ("module", dict), ("method_state", dict)):
+        if not isinstance(payload.get(name), kind):
+            raise ValueError(f"its {name} entry is not a {kind.__name__}")
+    import pandas as pd
+
+    if not isinstance(payload.get("history"), pd.DataFrame):
+        raise ValueError("its history is not a table")
+    folds = payload.get("fold_epochs")
+    if folds is not None and not (
+        isinstance(folds, list) and folds and all(size(n) for n in folds)
+    ):
+        raise ValueError("its fold epochs are not a list of epochs")
 
 
 def check_features(meta: Mapping[str, Any], X: np.ndarray, where: str) -> None:

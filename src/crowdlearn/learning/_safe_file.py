@@ -11,9 +11,10 @@ Reading a file runs nothing from it: the header is parsed as JSON, the tensors a
 copied from their byte ranges by safetensors, and the document is decoded by
 :func:`decode`, which builds only plain values (None, bools, numbers, strings, lists,
 tuples, dicts, ``Counter``), numpy arrays and scalars, torch tensors, pandas frames and
-series, and estimators whose class is found BY NAME in a table of the project's
-registered learners and aggregators (:func:`known_classes`), never imported from a
-name the file gives. Values of any other type are refused when the file is written
+series, and estimators whose class is found BY NAME in the table of classes the
+caller gives (the registered learners and aggregators:
+:func:`crowdlearn.learning._model_file.known_classes`), never imported from a name
+the file gives. Values of any other type are refused when the file is written
 (:class:`UnsupportedValue`), so a file that could not be read back is never written.
 
 Files of the earlier, pickle-based layout (``torch.save``: a zip holding
@@ -28,7 +29,7 @@ import math
 import os
 import zipfile
 from collections import Counter, OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -53,19 +54,6 @@ class DamagedFile(ValueError):
 # ---------------------------------------------------------------------- classes
 
 
-def known_classes() -> dict[str, type]:
-    """Qualified class name -> class of every registered learner and aggregation
-    strategy: the only classes a file may name."""
-    from crowdlearn.aggregation import STRATEGIES
-    from crowdlearn.learning._registry import LEARNERS
-
-    table: dict[str, type] = {}
-    for entries in (LEARNERS, STRATEGIES):
-        for entry in entries.values():
-            table[qualified_name(entry.estimator)] = entry.estimator
-    return table
-
-
 def qualified_name(cls: type) -> str:
     """``module.QualName`` of a class (what a file names it by)."""
     return f"{cls.__module__}.{cls.__qualname__}"
@@ -77,11 +65,11 @@ def qualified_name(cls: type) -> str:
 class Encoder:
     """Turns a tree of values into a JSON document and a dict of named tensors."""
 
-    def __init__(self) -> None:
+    def __init__(self, classes: Mapping[str, type]) -> None:
         import torch
 
         self.tensors: dict[str, torch.Tensor] = {}
-        self._classes: dict[type, str] | None = None
+        self._classes = {cls: name for name, cls in classes.items()}
 
     def _store(self, tensor: Any) -> str:
         name = f"t{len(self.tensors)}"
@@ -174,8 +162,6 @@ class Encoder:
         raise UnsupportedValue(f"{where}: cannot hold an array of dtype {array.dtype}")
 
     def _estimator(self, value: Any, where: str) -> Any:
-        if self._classes is None:
-            self._classes = {cls: name for name, cls in known_classes().items()}
         name = self._classes.get(type(value))
         if name is None or not hasattr(value, "get_params"):
             raise UnsupportedValue(
@@ -199,11 +185,14 @@ class Encoder:
 # ---------------------------------------------------------------------- decoding
 
 
-def decode(document: Any, tensors: dict[str, Any]) -> Any:
-    """The values :meth:`Encoder.encode` described; raises :class:`DamagedFile` on
-    anything it did not write."""
+def decode(
+    document: Any, tensors: Mapping[str, Any], classes: Mapping[str, type] | None = None
+) -> Any:
+    """The values :meth:`Encoder.encode` described, estimators of the ``classes``
+    table only (qualified name -> class); raises :class:`DamagedFile` on anything it
+    did not write."""
     try:
-        return _Decoder(tensors).decode(document)
+        return _Decoder(tensors, classes or {}).decode(document)
     except DamagedFile:
         raise
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as error:
@@ -214,9 +203,9 @@ def decode(document: Any, tensors: dict[str, Any]) -> Any:
 
 
 class _Decoder:
-    def __init__(self, tensors: dict[str, Any]) -> None:
+    def __init__(self, tensors: Mapping[str, Any], classes: Mapping[str, type]) -> None:
         self.tensors = tensors
-        self._classes: dict[str, type] | None = None
+        self._classes = classes
 
     def decode(self, value: Any) -> Any:
         if value is None or isinstance(value, (bool, str, int, float)):
@@ -307,8 +296,6 @@ class _Decoder:
         )
 
     def _estimator(self, value: dict[str, Any]) -> Any:
-        if self._classes is None:
-            self._classes = known_classes()
         cls = self._classes.get(value["$estimator"])
         if cls is None:
             raise DamagedFile(f"an estimator of an unknown class {value['$estimator']!r}")
@@ -369,16 +356,21 @@ def _hashable(value: Any) -> Any:
 
 
 def write_file(
-    path: str | os.PathLike[str], kind: str, payload: Any, *, what: str = "the file"
+    path: str | os.PathLike[str],
+    kind: str,
+    payload: Any,
+    classes: Mapping[str, type] | None = None,
+    *,
+    what: str = "the file",
 ) -> None:
-    """Write ``payload`` (plain values, arrays, tensors, frames, registered estimators)
-    atomically into ``path``; raises :class:`UnsupportedValue` before writing anything
-    when a value cannot be held."""
+    """Write ``payload`` (plain values, arrays, tensors, frames, estimators of the
+    ``classes`` table) atomically into ``path``; raises :class:`UnsupportedValue`
+    before writing anything when a value cannot be held."""
     import safetensors.torch
 
     from crowdlearn.learning._shared import write_bytes
 
-    encoder = Encoder()
+    encoder = Encoder(classes or {})
     document = encoder.encode(payload, what)
     text = json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     data = safetensors.torch.save(encoder.tensors, metadata={DOCUMENT_KEY.format(kind=kind): text})

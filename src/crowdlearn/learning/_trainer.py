@@ -331,6 +331,7 @@ def _save(
     """Write the checkpoint: data only (tensors in the safetensors layout; the state
     dicts' structure, the random generators' states and the progress as JSON: see
     :mod:`crowdlearn.learning._safe_file`), so resuming runs no code from the file."""
+    from crowdlearn.learning._model_file import known_classes
     from crowdlearn.learning._safe_file import write_file
 
     payload = {
@@ -344,14 +345,15 @@ def _save(
         "progress": {f.name: getattr(progress, f.name) for f in fields(_Progress)},
         "method_state": learner._method_state(),
     }
-    write_file(path, CHECKPOINT_KIND, without_timings(payload), what="the checkpoint")
+    classes = known_classes()
+    write_file(path, CHECKPOINT_KIND, without_timings(payload), classes, what="the checkpoint")
 
 
 def read_checkpoint(path: Path) -> dict[str, Any]:
     """The payload of a checkpoint :func:`_save` wrote, read without running anything
     from the file; :class:`CrowdDataError` (one line) for a pickle of the earlier
     format, another file, or a damaged one."""
-    from crowdlearn.learning._model_file import old_format_message
+    from crowdlearn.learning._model_file import known_classes, old_format_message
     from crowdlearn.learning._safe_file import (
         DamagedFile,
         decode,
@@ -372,7 +374,7 @@ def read_checkpoint(path: Path) -> dict[str, Any]:
         document = document_of(header, CHECKPOINT_KIND)
         if not isinstance(document, dict):
             raise DamagedFile("it holds no crowdlearn checkpoint metadata")
-        payload = decode(document, load_tensors(data[:size]))
+        payload = decode(document, load_tensors(data[:size]), known_classes())
         if not isinstance(payload, dict) or set(payload) != _CHECKPOINT_KEYS:
             raise DamagedFile("its entries are not those of a checkpoint")
     except DamagedFile as error:

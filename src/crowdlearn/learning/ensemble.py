@@ -23,13 +23,8 @@ from sklearn.exceptions import NotFittedError
 from crowdlearn._progress import check_progress, progress_bar, progress_scope
 from crowdlearn._registry import _top_level_split
 from crowdlearn.data import CrowdData, CrowdDataError
-from crowdlearn.learning._base import (
-    TRAINING_PARAMS,
-    BaseLearner,
-    _same_value,
-    learner_class_named,
-)
-from crowdlearn.learning._model_file import training_summary
+from crowdlearn.learning._base import TRAINING_PARAMS, BaseLearner, _same_value
+from crowdlearn.learning._model_file import learner_class_named, training_summary
 
 #: The default members: the four learners with the best mean rank over the four datasets of
 #: ``python -m benchmarks leaderboard-no-truth`` (LabelMe, Music and the simulated crowds
