@@ -154,13 +154,16 @@ def read_model_file(path: str | os.PathLike[str], device: Any = "cpu") -> dict[s
     from crowdlearn.learning._safe_file import DamagedFile, decode, load_tensors, read_header
 
     file = _existing(path)
-    data = file.read_bytes()
-    _document(path, file, data[:16])
+    with open(file, "rb") as handle:
+        head = handle.read(16)
+    _document(path, file, head)  # another file is refused before it is read whole
     try:
-        header, size = read_header(file, data)
+        header, size = read_header(file)
         document = _crowdlearn_document(path, header)
         check_meta(decode(document.get("meta"), {}), path)  # before any tensor is read
-        tensors = load_tensors(data[:size])
+        with open(file, "rb") as handle:
+            data = handle.read(size)
+        tensors = load_tensors(data)
         payload = decode(document, tensors, known_classes())
     except DamagedFile as error:
         raise _damaged(path, error) from None

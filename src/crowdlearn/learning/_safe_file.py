@@ -38,6 +38,9 @@ import numpy as np
 #: The key of ``__metadata__`` holding the JSON document of a file of kind ``kind``.
 DOCUMENT_KEY = "crowdlearn-{kind}"
 
+#: The largest header read (safetensors' own limit).
+MAX_HEADER = 100_000_000
+
 #: numpy dtype kinds stored as tensors (booleans, integers, floats).
 _NUMERIC = "biuf"
 
@@ -373,6 +376,11 @@ def write_file(
     encoder = Encoder(classes or {})
     document = encoder.encode(payload, what)
     text = json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    if len(text.encode("utf-8")) > MAX_HEADER - 1_000_000:  # room for the tensors' entries
+        raise UnsupportedValue(
+            f"{what}: its values other than tensors take over {MAX_HEADER // 10**6} MB as "
+            "JSON, more than a file's header can hold"
+        )
     data = safetensors.torch.save(encoder.tensors, metadata={DOCUMENT_KEY.format(kind=kind): text})
     write_bytes(data, path)
 
@@ -408,12 +416,16 @@ def read_header(path: Path, data: bytes | None = None) -> tuple[dict[str, Any], 
             total = os.fstat(handle.fileno()).st_size
             if size < 2 or size > total - 8:
                 raise DamagedFile("its header is cut short")
+            if size > MAX_HEADER:
+                raise DamagedFile(f"its header is over {MAX_HEADER:,} bytes")
             raw = handle.read(size)
     else:
         size = int.from_bytes(data[:8], "little") if len(data) >= 8 else -1
         total = len(data)
         if size < 2 or size > total - 8:
             raise DamagedFile("its header is cut short")
+        if size > MAX_HEADER:
+            raise DamagedFile(f"its header is over {MAX_HEADER:,} bytes")
         raw = data[8 : 8 + size]
     try:
         header = json.loads(raw.decode("utf-8"))
