@@ -320,3 +320,26 @@ def test_the_codec_refuses_what_it_cannot_read_back_and_writes_nothing(tmp_path,
     with pytest.raises(UnsupportedValue, match="cannot hold"):
         write_file(tmp_path / "f", "test", {"value": value})
     assert list(tmp_path.iterdir()) == []
+
+
+class _Mine(TwoStage):
+    """A learner of the user's own (a subclass of a registered one)."""
+
+
+def test_a_learner_of_the_users_own_is_saved_and_loaded_once_registered(tmp_path):
+    from crowdlearn.learning import register_learner
+    from crowdlearn.learning._registry import LEARNERS as REGISTERED
+
+    model = _Mine(**QUICK).fit(crowd(), valid=None)
+    with pytest.raises(ModelFileError, match=r"not a registered learner.*register_learner"):
+        model.save(tmp_path / "m.pt")
+    assert not (tmp_path / "m.pt").exists()
+    register_learner("mine-43", _Mine, "a test learner")
+    try:
+        model.save(tmp_path / "m.pt")
+        assert type(load_model(tmp_path / "m.pt")) is _Mine
+    finally:
+        REGISTERED.pop("mine-43")
+        from crowdlearn.learning._model_file import METHOD_NAMES
+
+        METHOD_NAMES.pop(_Mine)

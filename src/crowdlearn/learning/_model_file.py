@@ -127,6 +127,13 @@ def write_model_file(payload: Mapping[str, Any], path: str | os.PathLike[str]) -
     callable, an object of an unregistered class)."""
     from crowdlearn.learning._safe_file import UnsupportedValue, write_file
 
+    name = payload.get("class")
+    if name not in known_classes():
+        raise ModelFileError(
+            f"cannot save a learner of class {name!r}: it is not a registered learner, and "
+            "loading finds a learner's class by its name among the registered ones "
+            "(register it with register_learner first)"
+        )
     try:
         what = str(payload.get("class", "the learner"))
         write_file(path, FILE_KIND, dict(payload), known_classes(), what=what)
