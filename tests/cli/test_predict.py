@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 from click.testing import CliRunner
 
 from crowdlearn.cli import cli
@@ -132,7 +131,7 @@ def test_info_shows_the_metadata(pets):
     result = run(pets / "out" / "model.pt", "--info")
     assert result.exit_code == 0, result.output
     text = result.output
-    assert re.search(r"format\s+1 \(saved by crowdlearn \S+\)", text)
+    assert re.search(rf"format\s+{MODEL_FORMAT} \(saved by crowdlearn \S+\)", text)
     assert re.search(
         r"method\s+crowdlayer \(crowdlearn\.learning\.crowd_layer\.CrowdLayer\)", text
     )
@@ -155,10 +154,20 @@ def test_info_json_is_the_models_metadata(pets):
 
 
 def rewritten(pets, tmp_path, change):
-    payload = torch.load(pets / "out" / "model.pt", weights_only=False)
-    change(payload)
-    torch.save(payload, tmp_path / "model.pt")
-    return tmp_path / "model.pt"
+    """The model with ``change`` applied to its JSON document (as another crowdlearn
+    version would have written it)."""
+    import safetensors
+    import safetensors.torch
+
+    source = pets / "out" / "model.pt"
+    with safetensors.safe_open(source, framework="pt") as handle:
+        metadata = dict(handle.metadata())
+    document = json.loads(metadata["crowdlearn-model"])
+    change(document)
+    metadata["crowdlearn-model"] = json.dumps(document)
+    target = tmp_path / "model.pt"
+    safetensors.torch.save_file(safetensors.torch.load_file(source), target, metadata=metadata)
+    return target
 
 
 def newer(payload):

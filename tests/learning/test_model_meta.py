@@ -56,7 +56,7 @@ def saved(tmp_path_factory):
 def test_save_writes_the_metadata(saved):
     _, path, _ = saved
     meta = model_info(path)
-    assert meta["format"] == MODEL_FORMAT == 1
+    assert meta["format"] == MODEL_FORMAT == 2
     assert meta["crowdlearn"] == crowdlearn.__version__
     assert meta["method"] == "crowdlayer" and meta["spec"] == "crowdlayer[variant=VW]"
     assert meta["class"] == "crowdlearn.learning.crowd_layer.CrowdLayer"
@@ -124,11 +124,19 @@ def test_a_text_model_records_its_featurizer_kind_and_dimension(tmp_path):
 
 
 def rewrite(path, target, change):
-    """Copy the model file at ``path`` to ``target`` with ``change`` applied to its
-    payload (as another crowdlearn version would have written it)."""
-    payload = torch.load(path, weights_only=False)
-    change(payload)
-    torch.save(payload, target)
+    """Copy the model file at ``path`` to ``target`` with ``change`` applied to its JSON
+    document (as another crowdlearn version would have written it)."""
+    import json
+
+    import safetensors
+    import safetensors.torch
+
+    with safetensors.safe_open(path, framework="pt") as handle:
+        metadata = dict(handle.metadata())
+    document = json.loads(metadata["crowdlearn-model"])
+    change(document)
+    metadata["crowdlearn-model"] = json.dumps(document)
+    safetensors.torch.save_file(safetensors.torch.load_file(path), target, metadata=metadata)
     return target
 
 
@@ -148,9 +156,8 @@ def test_a_file_of_a_newer_format_names_the_version_that_saved_it(saved, tmp_pat
         payload["meta"].update(format=MODEL_FORMAT + 1, crowdlearn="9.0.0")
 
     new = rewrite(path, tmp_path / "new.pt", newer)
-    with pytest.raises(
-        ModelFileError, match=r"saved by crowdlearn 9\.0\.0 \(model format 2\), newer than this"
-    ):
+    newer_one = rf"saved by crowdlearn 9\.0\.0 \(model format {MODEL_FORMAT + 1}\), newer than"
+    with pytest.raises(ModelFileError, match=newer_one):
         load_model(new)
 
 
@@ -181,10 +188,19 @@ def test_a_truncated_model_file_is_refused(saved, tmp_path):
         model_info(tmp_path / "cut.pt")
 
 
-def test_a_torch_file_without_a_learner_is_refused(tmp_path):
+def test_a_torch_file_is_refused_as_a_pickle_without_unpickling_it(tmp_path):
     torch.save({"weights": torch.zeros(3)}, tmp_path / "other.pt")
-    with pytest.raises(ModelFileError, match="no learner in it"):
+    with pytest.raises(ModelFileError, match=r"other\.pt: a PyTorch pickle \(torch\.save\)"):
         load_model(tmp_path / "other.pt")
+
+
+def test_a_safetensors_file_without_crowdlearn_metadata_is_refused(tmp_path):
+    import safetensors.torch
+
+    safetensors.torch.save_file({"weight": torch.zeros(3)}, tmp_path / "w.safetensors")
+    for read in (model_info, load_model):
+        with pytest.raises(ModelFileError, match="without crowdlearn's model metadata"):
+            read(tmp_path / "w.safetensors")
 
 
 def test_model_file_errors_are_crowd_data_errors():

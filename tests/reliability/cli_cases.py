@@ -144,6 +144,15 @@ def input_files() -> dict[str, bytes | None]:
                     "annotations": [
                         {"completed_by": 1, "result": [{"value": {"choices": {"cat": True}}}]}
                     ],
+                    # ---- issue 43: model files (a file that ran would leave MARKER behind)
+                    "crafted-model.pt": _crafted_torch_file(),
+                    "pickled/model.pt": _crafted_pickle(),
+                    "ckpt/checkpoint.pt": _crafted_torch_file(),
+                    "truncated-model.pt": _data_only_model(
+                        "crowdlearn.learning.crowd_layer.CrowdLayer"
+                    )[:-7],
+                    "foreign-class-model.pt": _data_only_model("os.system"),
+                    "weights.safetensors": _data_only_model(None),
                 }
             ]
         ).encode(),
@@ -206,6 +215,61 @@ def _state_bytes() -> bytes:
         path = Path(folder) / "s.state"
         save_state(model, path, {"kind": "class", "columns": {}, "strategy": "mv"})
         return path.read_bytes()
+
+
+class _TouchesMarker:
+    """Unpickling it runs ``touch MARKER`` in the working directory."""
+
+    def __reduce__(self) -> tuple:
+        import os
+
+        return (os.system, ("touch MARKER",))
+
+
+def _crafted_torch_file() -> bytes:
+    """A ``torch.save`` file (zip with data.pkl) that runs a command when unpickled."""
+    import io
+
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save({"class": "x", "meta": _TouchesMarker()}, buffer)
+    return buffer.getvalue()
+
+
+def _crafted_pickle() -> bytes:
+    """A bare pickle that runs a command when unpickled."""
+    import pickle
+
+    return pickle.dumps(_TouchesMarker(), protocol=4)
+
+
+def _data_only_model(class_name: str | None) -> bytes:
+    """A file in the data-only layout whose learner is ``class_name`` (None: a
+    safetensors file without crowdlearn's metadata), taking 2 features."""
+    import safetensors.torch
+    import torch
+
+    from crowdlearn.learning._model_file import MODEL_FORMAT
+
+    tensors = {"t0": torch.zeros(4, 2)}
+    if class_name is None:
+        return safetensors.torch.save(tensors)
+    meta = {
+        "format": MODEL_FORMAT,
+        "crowdlearn": "0.1.0",
+        "method": "crowdlayer",
+        "spec": None,
+        "class": class_name,
+        "classes": ["a", "b"],
+        "input_shape": [2],
+        "n_features": 2,
+        "featurizer": None,
+        "training": None,
+    }
+    document = {"class": class_name, "meta": meta, "module": {"w": {"$tensor": "t0"}}}
+    metadata = {"crowdlearn-model": json.dumps(document)}
+    return safetensors.torch.save(tensors, metadata=metadata)
 
 
 @dataclass
@@ -1470,6 +1534,66 @@ CASES: list[Case] = [
         "io-convert-compressed-output-is-input",
         ["convert", "packed.csv.gz", "-o", "packed.csv.gz", OVER],
         "is the input",
+    ),
+    # ---- issue 43: model files (never unpickled: the crafted ones would touch MARKER)
+    Case(
+        "predict-info-crafted-torch-model",
+        ["predict", "crafted-model.pt", "--info"],
+        "crafted-model.pt: a PyTorch pickle (torch.save), the model format of crowdlearn before",
+    ),
+    Case(
+        "predict-crafted-torch-model",
+        ["predict", "crafted-model.pt", "--features", "feats.npy", "-o", "p.csv"],
+        "not read because reading a pickle can run code from it",
+    ),
+    Case(
+        "predict-plain-pickle-model",
+        ["predict", "pickled/model.pt", "--features", "feats.npy", "-o", "p.csv"],
+        "pickled/model.pt: a Python pickle",
+    ),
+    Case(
+        "predict-info-plain-pickle-folder",
+        ["predict", "pickled", "--info"],
+        "a Python pickle",
+    ),
+    Case(
+        "predict-truncated-model",
+        ["predict", "truncated-model.pt", "--features", "feats.npy", "-o", "p.csv"],
+        "truncated-model.pt: not a crowdlearn model file, or a damaged one",
+    ),
+    Case(
+        "predict-info-truncated-model",
+        ["predict", "truncated-model.pt", "--info"],
+        "(truncated?)",
+    ),
+    Case(
+        "predict-model-of-a-class-outside-the-registry",
+        ["predict", "foreign-class-model.pt", "--features", "feats.npy", "-o", "p.csv"],
+        "holds a learner of class 'os.system', which is not a registered crowdlearn learner",
+    ),
+    Case(
+        "predict-info-safetensors-not-crowdlearn",
+        ["predict", "weights.safetensors", "--info"],
+        "not a crowdlearn model file (a safetensors file without crowdlearn's model metadata)",
+    ),
+    Case(
+        "learn-resume-tampered-checkpoint",
+        [
+            "learn",
+            "crowd.csv",
+            "-s",
+            "mv+nn",
+            "--features",
+            "feats.npy",
+            "--checkpoint-dir",
+            "ckpt",
+            "--resume",
+            "-o",
+            "out",
+            "--epochs",
+            "1",
+        ],
+        "ckpt/checkpoint.pt: a PyTorch pickle (torch.save), the checkpoint format",
     ),
 ]
 

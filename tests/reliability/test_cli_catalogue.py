@@ -182,7 +182,7 @@ def _inject(fault: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
         monkeypatch.setattr(aggregate_module, "_write_table", write_table)
     elif fault == "model-disk-full":
-        # the learner's file is written by write_torch, in learning/_shared.py
+        # the learner's file is written by write_bytes, in learning/_shared.py
         import crowdlearn.learning._shared as shared_module
 
         class FullDisk:

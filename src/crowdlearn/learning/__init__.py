@@ -6,7 +6,8 @@ every method (mini-batches of tasks with their annotations, optimiser, validatio
 model selection, early stopping, seeding, checkpoints). Every learner follows the
 scikit-learn contract: ``fit(data, valid=None)``, ``predict_proba(X)``, ``predict(X)``,
 ``history_``, and ``save``/``load`` (:func:`load_model` and :func:`model_info` read a
-saved model and its metadata). Raw texts and image files are trained on through
+saved model and its metadata; model files hold data only, so reading one runs no code
+from it). Raw texts and image files are trained on through
 a featuriser (:mod:`crowdlearn.learning.featurizers`, :func:`fit_on_items`).
 """
 

@@ -34,14 +34,21 @@ from torch import nn
 from crowdlearn._bounds import check_params
 from crowdlearn.data import CrowdData, CrowdDataError, TaskInputs
 from crowdlearn.data.inputs import as_inputs
-from crowdlearn.learning._model_file import model_meta, read_model_file, training_summary
+from crowdlearn.learning._model_file import (
+    ModelFileError,
+    check_payload,
+    learner_class_named,
+    model_meta,
+    read_model_file,
+    training_summary,
+    write_model_file,
+)
 from crowdlearn.learning._shared import (  # noqa: F401  (re-exported)
     TIMING_COLUMNS,
     check_learnable,
     history_frame,
     training_inputs,
     without_timings,
-    write_torch,
 )
 from crowdlearn.learning._trainer import Trainer
 from crowdlearn.learning._validation import (
@@ -544,7 +551,12 @@ class BaseLearner(BaseEstimator):
         return self.predict_proba(X).argmax(axis=1)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Save the fitted learner (parameters, weights, learned state) to one file."""
+        """Save the fitted learner (parameters, weights, learned state) to one file.
+
+        The file holds data only (tensors in the safetensors layout, everything else
+        as JSON: see :mod:`crowdlearn.learning._model_file`), so loading it never runs
+        code from it. A learner with a custom backbone (a network or a callable)
+        cannot be saved: :class:`ModelFileError`, and nothing is written."""
         self._check_fitted()
         payload = self._payload()
         if getattr(self, "featurizer_", None) is not None:
@@ -552,7 +564,7 @@ class BaseLearner(BaseEstimator):
 
             payload["featurizer"] = featurizer_state(self.featurizer_)
         payload["meta"] = model_meta(self)
-        write_torch(payload, path)
+        write_model_file(without_timings(payload), path)
 
     def _payload(self) -> dict[str, Any]:
         """What :meth:`save` writes: plain objects and CPU tensors."""
@@ -574,18 +586,35 @@ class BaseLearner(BaseEstimator):
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], device: str = "cpu") -> BaseLearner:
-        """A learner saved by :meth:`save` (only load files you trust: they are pickles);
-        ``meta_`` holds the file's metadata (:mod:`crowdlearn.learning._model_file`)."""
+        """A learner saved by :meth:`save`; ``meta_`` holds the file's metadata
+        (:mod:`crowdlearn.learning._model_file`). Reading the file runs no code from
+        it: the learner's class is looked up by name among the registered learners
+        (:func:`~crowdlearn.learning.register_learner`), never imported from the file."""
         payload = read_model_file(path, device)
-        module_name, _, class_name = payload["class"].rpartition(".")
-        learner_class = getattr(__import__(module_name, fromlist=[class_name]), class_name)
+        learner_class = learner_class_named(payload["class"], path)
         if not issubclass(learner_class, cls):
-            raise TypeError(f"{path} holds a {class_name}, not a {cls.__name__}")
-        learner = learner_class._from_payload(payload, device)
-        if payload.get("featurizer") is not None:
-            from crowdlearn.learning.featurizers import featurizer_from_state
+            raise TypeError(f"{path} holds a {learner_class.__name__}, not a {cls.__name__}")
+        try:
+            learner = learner_class._from_payload(payload, device)
+            if payload.get("featurizer") is not None:
+                from crowdlearn.learning.featurizers import featurizer_from_state
 
-            learner.featurizer_ = featurizer_from_state(payload["featurizer"])
+                learner.featurizer_ = featurizer_from_state(payload["featurizer"])
+        except (
+            KeyError,
+            TypeError,
+            ValueError,
+            RuntimeError,
+            AttributeError,
+            IndexError,
+        ) as error:
+            if isinstance(error, ModelFileError):
+                raise
+            reason = " ".join(str(error).split())[:160] or type(error).__name__
+            raise ModelFileError(
+                f"{path}: a damaged crowdlearn model file (its content does not fit a "
+                f"{learner_class.__name__}: {reason})"
+            ) from None
         learner.meta_ = payload["meta"]
         learner.training_summary_ = learner.meta_.get("training")
         return learner
@@ -593,7 +622,9 @@ class BaseLearner(BaseEstimator):
     @classmethod
     def _from_payload(cls, payload: dict[str, Any], device: str) -> BaseLearner:
         """The learner :meth:`_payload` described, its weights on ``device``."""
+        check_payload(payload)
         learner = cls(**payload["params"])
+        check_params(cls.__name__, learner.get_params(deep=False))
         learner._shape_ = payload["shape"]
         learner.classes_ = payload["classes"]
         learner.module_ = learner._build_module(*payload["shape"])

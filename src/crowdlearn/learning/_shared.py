@@ -9,7 +9,6 @@ table and writing a learner's file without its wall-clock columns.
 
 from __future__ import annotations
 
-import io
 import os
 from typing import Any
 
@@ -103,11 +102,8 @@ def without_timings(value: Any) -> Any:
     return value
 
 
-def write_torch(payload: Any, path: str | os.PathLike[str]) -> None:
-    """``torch.save`` into ``path`` atomically, without wall-clock columns
-    (:func:`without_timings`), through Python's own file writing, so that a full disk
-    is an OSError naming the file (ENOSPC), not torch's internal ``enforce fail``."""
-    buffer = io.BytesIO()
-    torch.save(without_timings(payload), buffer)
+def write_bytes(data: bytes, path: str | os.PathLike[str]) -> None:
+    """Write a file's bytes into ``path`` atomically, through Python's own file
+    writing, so that a full disk is an OSError naming the file (ENOSPC)."""
     with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-        handle.write(buffer.getbuffer())
+        handle.write(data)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +28,7 @@ from crowdlearn.learning._shared import (
     history_frame,
     predict_in_batches,
     resolve_device,
-    write_torch,
+    without_timings,
 )
 
 if TYPE_CHECKING:
@@ -314,6 +314,10 @@ def _fingerprint(learner: BaseLearner, data: CrowdData, shape: tuple) -> dict[st
     }
 
 
+#: What the header of a checkpoint names it (``crowdlearn-file``).
+CHECKPOINT_KIND = "checkpoint"
+
+
 def _save(
     path: Path,
     fingerprint: dict[str, Any],
@@ -324,6 +328,12 @@ def _save(
     progress: _Progress,
     learner: BaseLearner,
 ) -> None:
+    """Write the checkpoint: data only (tensors in the safetensors layout; the state
+    dicts' structure, the random generators' states and the progress as JSON: see
+    :mod:`crowdlearn.learning._safe_file`), so resuming runs no code from the file."""
+    from crowdlearn.learning._model_file import known_classes
+    from crowdlearn.learning._safe_file import write_file
+
     payload = {
         "fingerprint": fingerprint,
         "module": module.state_dict(),
@@ -332,10 +342,65 @@ def _save(
         "numpy_rng": rng.bit_generator.state,
         "torch_rng": torch.get_rng_state(),
         "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-        "progress": progress,
+        "progress": {f.name: getattr(progress, f.name) for f in fields(_Progress)},
         "method_state": learner._method_state(),
     }
-    write_torch(payload, path)
+    classes = known_classes()
+    write_file(path, CHECKPOINT_KIND, without_timings(payload), classes, what="the checkpoint")
+
+
+def read_checkpoint(path: Path) -> dict[str, Any]:
+    """The payload of a checkpoint :func:`_save` wrote, read without running anything
+    from the file; :class:`CrowdDataError` (one line) for a pickle of the earlier
+    format, another file, or a damaged one."""
+    from crowdlearn.learning._model_file import known_classes, old_format_message
+    from crowdlearn.learning._safe_file import (
+        DamagedFile,
+        decode,
+        document_of,
+        load_tensors,
+        read_header,
+        sniff,
+    )
+
+    data = path.read_bytes()
+    kind = sniff(data[:16], path)
+    if kind in ("torch-pickle", "pickle"):
+        raise CrowdDataError(old_format_message(path, kind, what="checkpoint"))
+    try:
+        if kind != "safetensors":
+            raise DamagedFile("its first bytes are not those of a checkpoint")
+        header, size = read_header(path, data)
+        document = document_of(header, CHECKPOINT_KIND)
+        if not isinstance(document, dict):
+            raise DamagedFile("it holds no crowdlearn checkpoint metadata")
+        payload = decode(document, load_tensors(data[:size]), known_classes())
+        if not isinstance(payload, dict) or set(payload) != _CHECKPOINT_KEYS:
+            raise DamagedFile("its entries are not those of a checkpoint")
+    except DamagedFile as error:
+        raise _damaged_checkpoint(path, error) from None
+    return payload
+
+
+_CHECKPOINT_KEYS = {
+    "fingerprint",
+    "module",
+    "optimizer",
+    "scheduler",
+    "numpy_rng",
+    "torch_rng",
+    "cuda_rng",
+    "progress",
+    "method_state",
+}
+
+
+def _damaged_checkpoint(path: Path, error: Exception) -> CrowdDataError:
+    reason = " ".join(str(error).split())[:160] or type(error).__name__
+    return CrowdDataError(
+        f"{path}: not a crowdlearn checkpoint, or a damaged one ({reason}); remove it to "
+        "train from the start"
+    )
 
 
 def _restore(
@@ -348,20 +413,27 @@ def _restore(
     progress: _Progress,
     learner: BaseLearner,
 ) -> None:
-    payload = torch.load(path, map_location="cpu", weights_only=False)
+    payload = read_checkpoint(path)
     if payload["fingerprint"] != fingerprint:
         raise CrowdDataError(
             f"{path} was written by another configuration or other data; resume it with "
             "the same learner parameters and data, or remove it"
         )
-    module.load_state_dict(payload["module"])
-    optimizer.load_state_dict(payload["optimizer"])
-    if scheduler is not None:
-        scheduler.load_state_dict(payload["scheduler"])
-    rng.bit_generator.state = payload["numpy_rng"]
-    torch.set_rng_state(payload["torch_rng"])
-    if payload["cuda_rng"] is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(payload["cuda_rng"])
-    restored: _Progress = payload["progress"]
-    progress.__dict__.update(copy.copy(restored.__dict__))
-    learner._load_method_state(payload["method_state"])
+    try:
+        module.load_state_dict(payload["module"])
+        optimizer.load_state_dict(payload["optimizer"])
+        if scheduler is not None:
+            scheduler.load_state_dict(payload["scheduler"])
+        rng.bit_generator.state = payload["numpy_rng"]
+        torch.set_rng_state(payload["torch_rng"])
+        if payload["cuda_rng"] is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(payload["cuda_rng"])
+        restored = payload["progress"]
+        if not isinstance(restored, dict) or set(restored) != {f.name for f in fields(_Progress)}:
+            raise ValueError("its progress entry is not a training progress")
+        progress.__dict__.update(copy.copy(restored))
+        learner._load_method_state(payload["method_state"])
+    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError, IndexError) as error:
+        if isinstance(error, CrowdDataError):
+            raise
+        raise _damaged_checkpoint(path, error) from None

@@ -24,7 +24,7 @@ from crowdlearn._progress import check_progress, progress_bar, progress_scope
 from crowdlearn._registry import _top_level_split
 from crowdlearn.data import CrowdData, CrowdDataError
 from crowdlearn.learning._base import TRAINING_PARAMS, BaseLearner, _same_value
-from crowdlearn.learning._model_file import training_summary
+from crowdlearn.learning._model_file import learner_class_named, training_summary
 
 #: The default members: the four learners with the best mean rank over the four datasets of
 #: ``python -m benchmarks leaderboard-no-truth`` (LabelMe, Music and the simulated crowds
@@ -227,8 +227,7 @@ class Ensemble(BaseLearner):
         ensemble = cls(**payload["params"])
         members = []
         for part in payload["members"]:
-            module_name, _, class_name = part["class"].rpartition(".")
-            member_class = getattr(__import__(module_name, fromlist=[class_name]), class_name)
+            member_class = learner_class_named(part["class"])
             members.append(member_class._from_payload(part, device))
         ensemble.members_ = members
         ensemble.classes_ = members[0].classes_

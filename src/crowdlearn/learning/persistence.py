@@ -5,7 +5,9 @@ the learner's parameters, weights and fitted state, its featuriser when it was t
 on raw items, and a ``meta`` dict: the model format, the crowdlearn version, the method,
 the classes, the shape of one instance and the training data's summary (see
 :mod:`crowdlearn.learning._model_file` for the fields and the version policy). Files
-are pickles: load only files you trust.
+hold data only (tensors in the safetensors layout, the rest as JSON: see
+:mod:`crowdlearn.learning._safe_file`): loading one, or reading its metadata, runs no
+code from it. Files of the earlier pickle-based format are refused without being read.
 
 Examples
 --------
@@ -34,7 +36,7 @@ from crowdlearn.learning._model_file import (
     MODEL_FORMAT,
     ModelFileError,
     check_features,
-    read_model_file,
+    read_model_meta,
 )
 from crowdlearn.learning._shared import resolve_device
 
@@ -61,14 +63,16 @@ def load_model(path: str | os.PathLike[str], device: str = "cpu") -> BaseLearner
     Raises
     ------
     ModelFileError
-        Not a crowdlearn model file, or one saved with another model format (an older
-        crowdlearn, or a newer one).
+        Not a crowdlearn model file (a pickle of the earlier format included: it is
+        refused from its first bytes, never unpickled), a damaged one, or one saved
+        with another model format (an older crowdlearn, or a newer one).
     """
     return BaseLearner.load(path, device=str(resolve_device(device)))
 
 
 def model_info(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The metadata of the model file at ``path``, without building its network.
+    """The metadata of the model file at ``path``, from its header alone (no tensor is
+    read, no network built, no code from the file run).
 
     Returns
     -------
@@ -83,4 +87,4 @@ def model_info(path: str | os.PathLike[str]) -> dict[str, Any]:
     ModelFileError
         As :func:`load_model`.
     """
-    return dict(read_model_file(path, "cpu")["meta"])
+    return read_model_meta(path)
