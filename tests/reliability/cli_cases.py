@@ -144,15 +144,6 @@ def input_files() -> dict[str, bytes | None]:
                     "annotations": [
                         {"completed_by": 1, "result": [{"value": {"choices": {"cat": True}}}]}
                     ],
-                    # ---- issue 43: model files (a file that ran would leave MARKER behind)
-                    "crafted-model.pt": _crafted_torch_file(),
-                    "pickled/model.pt": _crafted_pickle(),
-                    "ckpt/checkpoint.pt": _crafted_torch_file(),
-                    "truncated-model.pt": _data_only_model(
-                        "crowdlearn.learning.crowd_layer.CrowdLayer"
-                    )[:-7],
-                    "foreign-class-model.pt": _data_only_model("os.system"),
-                    "weights.safetensors": _data_only_model(None),
                 }
             ]
         ).encode(),
@@ -196,6 +187,13 @@ def input_files() -> dict[str, bytes | None]:
         "lines.jsonl": b'null\n{"task": "t1", "worker": "w1", "label": "a"}\n',
         "cut.csv.gz": _gzip(CSV_3.encode() * 50)[:-40],
         "packed.csv.gz": _gzip(CSV_3.encode()),
+        # ---- issue 43: model files (a file that ran would leave MARKER behind)
+        "crafted-model.pt": _crafted_torch_file(),
+        "pickled/model.pt": _crafted_pickle(),
+        "ckpt/checkpoint.pt": _crafted_torch_file(),
+        "truncated-model.pt": _data_only_model("crowdlearn.learning.crowd_layer.CrowdLayer")[:-7],
+        "foreign-class-model.pt": _data_only_model("os.system"),
+        "weights.safetensors": _data_only_model(None),
     }
 
 
