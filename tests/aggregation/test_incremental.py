@@ -253,6 +253,36 @@ def test_a_state_file_round_trip_continues_exactly(tmp_path, cls):
     np.testing.assert_array_equal(loaded.labels_, model.labels_)
 
 
+def test_a_dawid_skene_state_from_before_lone_labels_keeps_counting_them(tmp_path):
+    """A state written before ``lone_labels`` existed holds statistics with lone labels
+    counted: it loads with the old rule ('em'), and its updates equal the old rule's."""
+    import json
+
+    frame = crowd_frame(6, n_task=300)
+    frame["task"] = "t" + frame["task"].astype(str)
+    # a campaign's first round: one label a task, then the rest
+    first = frame.drop_duplicates("task")
+    second = frame.drop(first.index)
+    old = DawidSkene(lone_labels="em", progress=False).partial_fit(first)
+    path = tmp_path / "old.state"
+    save_state(old, path, {"kind": "class"})
+    with np.load(path, allow_pickle=False) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    meta = json.loads(str(arrays["meta"]))
+    del meta["params"]["lone_labels"]  # as the files of earlier versions are
+    arrays["meta"] = np.array(json.dumps(meta))
+    with open(path, "wb") as handle:
+        np.savez(handle, **arrays)
+    loaded = load_state(path)
+    assert loaded.lone_labels == "em"
+    loaded.partial_fit(second)
+    old.partial_fit(second)
+    np.testing.assert_array_equal(loaded.probas_, old.probas_)
+    # a file that names the parameter keeps its value
+    save_state(DawidSkene(progress=False).partial_fit(first), path, {"kind": "class"})
+    assert load_state(path).lone_labels == "vote"
+
+
 def test_files_that_are_not_state_files_are_refused(tmp_path):
     text = tmp_path / "notes.txt"
     text.write_text("hello")

@@ -150,7 +150,11 @@ def load_state(path: str | os.PathLike[str]) -> Any:
         if meta.get("method") not in methods:
             raise CrowdDataError(f"{path}: unknown method {meta.get('method')!r} in the state")
         try:
-            model = methods[meta["method"]](**meta["params"])
+            method = methods[meta["method"]]
+            # a parameter added since the file was written takes the value the file
+            # was fitted under (the class says which), not today's default
+            params = {**getattr(method, "legacy_params", {}), **meta["params"]}
+            model = method(**params)
             ids = {
                 field: _restored_ids(archive[field], meta["id_kinds"][field])
                 for field in _ID_FIELDS

@@ -25,7 +25,7 @@ the most probable class.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -202,6 +202,11 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
     accepts_anonymous = False
     per_worker_confusions = True
     state_attributes = ("confusions_", "priors_")
+    #: Parameters a state file written before they existed was fitted under (read by
+    #: :func:`~crowdlearn.aggregation.load_state` where the file does not name them):
+    #: a state saved before issue 43 holds confusion statistics with lone labels
+    #: counted, and its updates must go on counting them.
+    legacy_params: ClassVar[dict[str, Any]] = {"lone_labels": "em"}
 
     def __init__(
         self,
