@@ -50,3 +50,18 @@ def test_a_class_crowd_still_gets_the_categorical_report():
 
     data = independent_confusion(n_worker=8, n_task=30, n_classes=3, feedback=3, seed=0)
     assert "Worst-agreeing" not in build_report(data, progress=False)
+
+
+@pytest.mark.parametrize("scale", [1e307, 1e-300])
+def test_ratings_near_the_float_limits_get_their_histogram(scale):
+    """Ratings of 1e308 used to stop the report in matplotlib's tick maths ("arange:
+    cannot compute length"); the histogram is drawn in a power-of-ten unit it names."""
+    from crowdlearn.data import Ratings
+
+    values = [1.0, 1.5, 0.1, 1.2, 0.5, 0.9]
+    data = Ratings.from_arrays(
+        ["t1", "t1", "t2", "t2", "t3", "t3"], ["w1", "w2"] * 3, [v * scale for v in values]
+    )
+    html = build_kind_report(data)
+    assert "histogram of the aggregated ratings" in html
+    assert "data:image/png;base64," in html

@@ -59,7 +59,15 @@ def _values_figure(values: np.ndarray, xlabel: str) -> Any:
 
     figure = Figure(figsize=(5, 3))
     axes = figure.subplots()
-    axes.hist(values[np.isfinite(values)], bins=30)
+    finite = values[np.isfinite(values)]
+    # Values near float64's limits (ratings of 1e308) make matplotlib's bins and ticks
+    # overflow: they are drawn in a power-of-ten unit the axis names.
+    largest = float(np.max(np.abs(finite))) if finite.size else 0.0
+    if largest > 1e100 or 0.0 < largest < 1e-100:
+        exponent = int(np.floor(np.log10(largest)))
+        finite = finite / 10.0**exponent
+        xlabel = f"{xlabel} (x 1e{exponent})"
+    axes.hist(finite, bins=30)
     axes.set_xlabel(xlabel)
     axes.set_ylabel("count")
     return figure
