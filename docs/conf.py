@@ -1,0 +1,127 @@
+"""Sphinx configuration of crowdlearn's documentation and API reference.
+
+Build it from the root of a checkout with (``-W``: warnings are errors):
+
+    python -m sphinx -W --keep-going -b html -c docs . docs/_build/html
+
+The source directory is the checkout's root, not ``docs/``: the Markdown pages (README.md,
+BENCHMARKS.md, docs/*.md, benchmarks/pages/*.md) are read where they are, so their
+relative links to one another resolve as they do on a code host, and the tests that read
+those files keep finding them. ``include_patterns`` keeps every other file out.
+``tests/test_api_reference.py`` runs the same build with ``-W`` in the default test run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+# the checkout's own sources first, as the tests import them
+sys.path.insert(0, str(ROOT / "src"))
+# matplotlib without a display; no progress bars while modules import
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+project = "crowdlearn"
+author = "crowdlearn developers"
+copyright = "crowdlearn developers"  # noqa: A001  (Sphinx's name)
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "numpydoc",
+    "myst_parser",
+    "sphinx_click",
+]
+
+root_doc = "docs/index"
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+# only these files are pages; everything else in the checkout is not read
+include_patterns = [
+    "README.md",
+    "BENCHMARKS.md",
+    "docs/*.md",
+    "docs/*.rst",
+    "docs/api/*.rst",
+    "benchmarks/pages/*.md",
+]
+exclude_patterns = [
+    "docs/_build",
+    ".venv",
+    ".git",
+    "src",
+    "tests",
+    "build",
+    "dist",
+    "bench-out",
+    "benchmarks/results",
+]
+
+# ---- autodoc
+autodoc_default_options = {"members": True, "member-order": "bysource"}
+# signatures carry the hints; the numpydoc sections carry the prose
+autodoc_typehints = "signature"
+# the hints name many types from numpy, pandas, torch and private modules: unresolved
+# references are not errors (nitpicky is off), and the hints stay as written
+autodoc_type_aliases: dict[str, str] = {}
+nitpicky = False
+
+# ---- numpydoc
+numpydoc_show_class_members = False  # autodoc's :members: lists them already
+numpydoc_class_members_toctree = False
+# parameter types are written as prose ("int, default 100", "{'a', 'b'}"): not links
+numpydoc_xref_param_type = False
+# numpydoc's own docstring checks are not run here (ruff and review cover the style)
+numpydoc_validation_checks: set[str] = set()
+
+# ---- MyST (the Markdown pages)
+myst_heading_anchors = 3
+myst_enable_extensions = ["colon_fence"]
+
+html_theme = "alabaster"
+html_title = "crowdlearn"
+# no copies of the page sources next to the pages
+html_copy_source = False
+
+
+# ---- hooks
+
+
+def _skip_member(app: Any, what: str, name: str, obj: Any, skip: bool, options: Any) -> bool | None:
+    """Leave out scikit-learn's generated ``set_{method}_request`` methods.
+
+    scikit-learn adds them to every estimator class for its metadata routing; they are
+    not crowdlearn's API, and their docstrings refer to scikit-learn's own glossary and
+    labels, which do not exist here.
+    """
+    if name.startswith("set_") and name.endswith("_request"):
+        return True
+    return None
+
+
+def _folder_links_as_text(app: Any, doctree: Any) -> None:
+    """Turn Markdown links to folders of the checkout (``[benchmarks/](benchmarks/)``)
+    into plain text.
+
+    On a code host such a link opens the folder; the HTML pages have no page for it, and
+    MyST would warn that the target is missing. Only links whose target is an existing
+    folder are changed: a link to a missing page still fails the build.
+    """
+    from docutils import nodes
+    from sphinx import addnodes
+
+    docdir = (Path(app.srcdir) / app.env.docname).parent
+    for node in list(doctree.findall(addnodes.pending_xref)):
+        target = node.get("reftarget", "")
+        if node.get("reftype") != "myst" or not target.endswith("/"):
+            continue
+        if (docdir / target).is_dir():
+            node.replace_self(nodes.inline("", "", *node.children))
+
+
+def setup(app: Any) -> None:
+    """Connect the hooks above."""
+    app.connect("autodoc-skip-member", _skip_member)
+    app.connect("doctree-read", _folder_links_as_text)
