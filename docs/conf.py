@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 project = "crowdlearn"
 author = "crowdlearn developers"
-copyright = "crowdlearn developers"  # noqa: A001  (Sphinx's name)
+copyright = "crowdlearn developers"
 
 extensions = [
     "sphinx.ext.autodoc",
@@ -60,7 +61,13 @@ exclude_patterns = [
 ]
 
 # ---- autodoc
-autodoc_default_options = {"members": True, "member-order": "bysource"}
+autodoc_default_options = {
+    "members": True,
+    "member-order": "bysource",
+    # fit, predict... are defined on the base classes: show them on every estimator,
+    # but not what every Python object, exception or scikit-learn estimator has
+    "inherited-members": "object,BaseException,BaseEstimator,_MetadataRequester,Module",
+}
 # signatures carry the hints; the numpydoc sections carry the prose
 autodoc_typehints = "signature"
 # the hints name many types from numpy, pandas, torch and private modules: unresolved
@@ -89,7 +96,9 @@ html_copy_source = False
 # ---- hooks
 
 
-def _skip_member(app: Any, what: str, name: str, obj: Any, skip: bool, options: Any) -> bool | None:
+def _skip_member(
+    app: Any, what: str, name: str, obj: Any, skip: bool, options: Any
+) -> bool | None:
     """Leave out scikit-learn's generated ``set_{method}_request`` methods.
 
     scikit-learn adds them to every estimator class for its metadata routing; they are
@@ -121,7 +130,33 @@ def _folder_links_as_text(app: Any, doctree: Any) -> None:
             node.replace_self(nodes.inline("", "", *node.children))
 
 
+def _numpydoc_warnings_to_sphinx(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """Report numpydoc's Python warnings as Sphinx warnings, so that ``-W`` fails on them.
+
+    numpydoc warns with :func:`warnings.warn` (not through Sphinx) when it drops a
+    docstring section it does not know ("Unknown section ...") or finds a wrong
+    underline: the section's text would silently vanish from the page.
+    """
+    if "numpydoc" in str(filename):
+        from sphinx.util import logging as sphinx_logging
+
+        sphinx_logging.getLogger("numpydoc").warning("numpydoc: %s", message)
+        return
+    _show_warning(message, category, filename, lineno, file, line)
+
+
+_show_warning = warnings.showwarning
+
+
 def setup(app: Any) -> None:
     """Connect the hooks above."""
+    warnings.showwarning = _numpydoc_warnings_to_sphinx
     app.connect("autodoc-skip-member", _skip_member)
     app.connect("doctree-read", _folder_links_as_text)
