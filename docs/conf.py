@@ -155,8 +155,23 @@ def _numpydoc_warnings_to_sphinx(
 _show_warning = warnings.showwarning
 
 
+def _root_redirect(app: Any, exception: Exception | None) -> None:
+    """Write ``index.html`` at the top of an HTML build, pointing at ``docs/index.html``
+    (the pages keep the checkout's layout, so the index is one folder down)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    target = "docs/index.html"
+    (Path(app.outdir) / "index.html").write_text(
+        f'<!DOCTYPE html><meta charset="utf-8"><title>crowdlearn</title>'
+        f'<meta http-equiv="refresh" content="0; url={target}">'
+        f'<a href="{target}">crowdlearn documentation</a>\n',
+        encoding="utf-8",
+    )
+
+
 def setup(app: Any) -> None:
     """Connect the hooks above."""
     warnings.showwarning = _numpydoc_warnings_to_sphinx
     app.connect("autodoc-skip-member", _skip_member)
     app.connect("doctree-read", _folder_links_as_text)
+    app.connect("build-finished", _root_redirect)
