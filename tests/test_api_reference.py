@@ -100,3 +100,15 @@ def test_reference_lists_every_public_package() -> None:
     missing = [p for p in packages if f".. automodule:: {p}\n" not in pages]
     assert not missing
     assert ".. click:: crowdlearn.cli._app:cli" in pages
+
+
+def test_docstring_examples_run_as_doctests() -> None:
+    """The default run collects the docstrings' examples of every module under src/.
+
+    The reference shows them, and the docs say they run: this keeps pyproject's
+    ``--doctest-modules`` and the ``src`` test path from being dropped unnoticed.
+    """
+    tomllib = pytest.importorskip("tomllib", reason="Python 3.11+")
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert "--doctest-modules" in options["addopts"].split()
+    assert "src" in options["testpaths"]
