@@ -48,16 +48,17 @@ include_patterns = [
     "docs/api/*.rst",
     "benchmarks/pages/*.md",
 ]
+# Folders that hold no page are not walked at all (Sphinx prunes excluded folders): every
+# top-level folder but docs/ and benchmarks/ (a .venv, .git, src, tests, shared...), and
+# in benchmarks/ every folder but pages/.
 exclude_patterns = [
     "docs/_build",
-    ".venv",
-    ".git",
-    "src",
-    "tests",
-    "build",
-    "dist",
-    "bench-out",
-    "benchmarks/results",
+    *sorted(p.name for p in ROOT.iterdir() if p.is_dir() and p.name not in {"docs", "benchmarks"}),
+    *sorted(
+        f"benchmarks/{p.name}"
+        for p in (ROOT / "benchmarks").iterdir()
+        if p.is_dir() and p.name != "pages"
+    ),
 ]
 
 # ---- autodoc
