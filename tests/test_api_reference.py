@@ -9,7 +9,9 @@ time). A warning fails the build and the test, and the test prints the warnings.
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -74,32 +76,50 @@ def test_reference_builds_without_warnings(tmp_path: Path) -> None:
     )
 
 
-def test_reference_lists_every_public_package() -> None:
-    """Every public package of crowdlearn has an API page that documents it."""
-    pages = "\n".join(p.read_text() for p in (ROOT / "docs" / "api").glob("*.rst"))
-    packages = [
-        "crowdlearn.data",
-        "crowdlearn.io",
-        "crowdlearn.aggregation",
-        "crowdlearn.aggregation.label_sets",
-        "crowdlearn.aggregation.ratings",
-        "crowdlearn.aggregation.comparisons",
-        "crowdlearn.aggregation.texts",
-        "crowdlearn.aggregation.boxes",
-        "crowdlearn.aggregation.masks",
-        "crowdlearn.learning",
-        "crowdlearn.identify",
-        "crowdlearn.metrics",
-        "crowdlearn.simulate",
-        "crowdlearn.campaign",
-        "crowdlearn.datasets",
-        "crowdlearn.distributed",
-        "crowdlearn.report",
-        "crowdlearn.plots",
-    ]
-    missing = [p for p in packages if f".. automodule:: {p}\n" not in pages]
-    assert not missing
+def _public_all() -> dict[str, set[str] | None]:
+    """Each public module under src/crowdlearn that sets ``__all__``, with its names
+    (None where ``__all__`` is not a literal), read from the source without importing."""
+    src = ROOT / "src"
+    found: dict[str, set[str] | None] = {}
+    for path in sorted((src / "crowdlearn").rglob("*.py")):
+        parts = list(path.relative_to(src).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        if any(p.startswith("_") for p in parts):
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            if isinstance(node, ast.AnnAssign):
+                targets = [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                try:
+                    found[".".join(parts)] = set(ast.literal_eval(node.value))
+                except ValueError:
+                    found[".".join(parts)] = None
+    return found
+
+
+def test_reference_documents_every_public_module() -> None:
+    """Every public module that declares ``__all__`` is on an API page.
+
+    A module is covered by its own ``automodule``, or when all of its names are
+    re-exported by a documented package above it (``crowdlearn.data.crowddata`` by
+    ``crowdlearn.data``). The command line is documented from its click group. A new
+    public package fails here until it has a page in docs/api/ (and docs/api/index.rst).
+    """
+    pages = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs/api").glob("*.rst"))
+    documented = set(re.findall(r"^\.\. automodule:: (\S+)$", pages, re.MULTILINE))
     assert ".. click:: crowdlearn.cli._app:cli" in pages
+    public = _public_all()
+    assert "crowdlearn.aggregation" in public and "crowdlearn.data" in public
+    missing = []
+    for name, names in public.items():
+        if name in documented or name == "crowdlearn.cli":
+            continue
+        above = [public.get(d) or set() for d in documented if name.startswith(d + ".")]
+        if names is None or not names <= set().union(*above):
+            missing.append(name)
+    assert not missing, f"public modules without an API page in docs/api/: {missing}"
 
 
 def test_docstring_examples_run_as_doctests() -> None:
