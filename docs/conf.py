@@ -96,6 +96,10 @@ numpydoc_validation_checks: set[str] = set()
 myst_heading_anchors = 3
 myst_enable_extensions = ["colon_fence"]
 
+# quotes and ellipses only: "--" stays two hyphens (the command line's --options are
+# written in plain text in the click help and the docstrings)
+smartquotes_action = "qe"
+
 html_theme = "alabaster"
 html_title = "crowdlearn"
 # no copies of the page sources next to the pages
