@@ -145,8 +145,8 @@ class IterativeAggregator(BaseAggregator):
 
     Subclasses define ``max_iter``, ``tol`` and ``progress`` in ``__init__``.
 
-    Attributes set by ``fit``
-    -------------------------
+    Attributes
+    ----------
     history_ : DataFrame
         One row per iteration: ``iteration``, ``objective`` (per annotation),
         ``change`` and ``seconds`` since the start of the fit.

@@ -560,7 +560,7 @@ class IncrementalMixin:
     labels are known not to change).
     """
 
-    #: Learned attributes a state file holds (besides probas_, labels_ and crowd_).
+    #: Learned attributes a state file holds (besides ``probas_``, ``labels_`` and ``crowd_``).
     state_attributes: ClassVar[tuple[str, ...]] = ()
     _store: AnnotationStore
 

@@ -146,6 +146,20 @@ class _CrowdDataConstructors:
         **kwargs
             Passed to :meth:`from_arrays` (``task_ids``, ``classes``, ``features``,
             ``duplicates``, ...).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from crowdlearn import CrowdData
+        >>> frame = pd.DataFrame(
+        ...     {"task": ["t1", "t1", "t2"], "worker": ["w1", "w2", "w1"],
+        ...      "label": ["cat", "dog", "dog"]}
+        ... )
+        >>> data = CrowdData.from_frame(frame)
+        >>> data
+        CrowdData(n_tasks=2, n_workers=2, n_classes=2, n_annotations=3)
+        >>> list(data.classes), list(data.task_ids)
+        (['cat', 'dog'], ['t1', 't2'])
         """
         from crowdlearn.data._headers import note_recognized, resolve_columns
 

@@ -162,6 +162,17 @@ def read(
     Returns
     -------
     CrowdData
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from crowdlearn import io
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = pathlib.Path(folder.name) / "answers.csv"
+    >>> _ = path.write_text("task,worker,label\\nt1,w1,cat\\nt1,w2,dog\\nt2,w1,dog\\n")
+    >>> io.read(path)
+    CrowdData(n_tasks=2, n_workers=2, n_classes=2, n_annotations=3)
+    >>> folder.cleanup()
     """
     from crowdlearn.io._source import reading_session
 

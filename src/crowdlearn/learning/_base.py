@@ -105,8 +105,8 @@ TRAINING_PARAMS: dict[str, Any] = {
 class BaseLearner(BaseEstimator):
     """Base class of learners from crowds.
 
-    Training hyperparameters (shared by every learner)
-    ---------------------------------------------------
+    Parameters
+    ----------
     backbone : "mlp", "cnn", nn.Module or callable, default "mlp"
         The classifier network (see :func:`~crowdlearn.learning.build_backbone`).
     hidden : tuple of int, default (128,)
@@ -198,8 +198,8 @@ class BaseLearner(BaseEstimator):
         (1.0 without validation or with ``calibrate=False``); ``set_temperature``
         switches to another.
 
-    Attributes (after ``fit``)
-    --------------------------
+    Attributes
+    ----------
     module_ : nn.ModuleDict
         ``classifier`` (the backbone) and, where the method has one, ``noise``.
     classes_ : ndarray

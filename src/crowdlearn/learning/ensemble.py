@@ -57,8 +57,8 @@ class Ensemble(BaseLearner):
         apply to every member, over the member's own default; the others keep each
         member's defaults. ``random_state`` seeds the first repetition.
 
-    Attributes (after ``fit``)
-    --------------------------
+    Attributes
+    ----------
     members_ : list of BaseLearner
         The fitted members, repetition by repetition, in ``members`` order.
     classes_ : ndarray

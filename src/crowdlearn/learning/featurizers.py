@@ -257,7 +257,7 @@ class TextFeaturizer:
         return blocks[0] if len(blocks) == 1 else sp.hstack(blocks, format="csr")
 
     def transform(self, texts: Any) -> np.ndarray:
-        """The features of ``texts``: float32, shape (n_texts, n_features_out_)."""
+        """The features of ``texts``: float32, shape (n_texts, ``n_features_out_``)."""
         from crowdlearn.data._memory import check_allocation
 
         if not hasattr(self, "vocabularies_"):

@@ -82,10 +82,10 @@ class MultiLabelMixture(LabelSetAggregator):
         ``q(z_ik = 1)``, the probability that class ``k`` applies to task ``i``.
     labels_ : ndarray of bool (n_tasks, n_classes)
     sensitivity_, specificity_ : ndarray (n_workers, n_classes)
-    cluster_probas_ : ndarray (n_tasks, n_clusters_)
+    cluster_probas_ : ndarray (n_tasks, ``n_clusters_``)
         ``q(c_i = c)``.
-    cluster_priors_ : ndarray (n_clusters_,)
-    prototypes_ : ndarray (n_clusters_, n_classes)
+    cluster_priors_ : ndarray (``n_clusters_``,)
+    prototypes_ : ndarray (``n_clusters_``, n_classes)
         ``tau``: the probability of each class within each cluster.
     n_clusters_ : int
     history_, n_iter_, converged_

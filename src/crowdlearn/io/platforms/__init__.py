@@ -6,16 +6,16 @@ where the platform has them, ``gold`` (a known answer of the task) -- and says i
 notes (:class:`~crowdlearn.io._files.ReadNoteWarning`) which columns played which role
 and which rows were left out and why:
 
-============== ========================================================= ==============
-platform       recognised by                                             format
-============== ========================================================= ==============
-mturk          ``HITId``, ``WorkerId``, ``AssignmentStatus``, ``Answer.*`` CSV
-toloka         ``ASSIGNMENT:worker_id`` and ``OUTPUT:*`` columns           TSV / CSV
-crowdflower    ``_unit_id`` and ``_worker_id`` (Figure Eight, Appen)       CSV, batches
-labelstudio    a JSON list of tasks with ``annotations`` (JSON export),    JSON
+============== =========================================================== ==============
+platform       recognised by                                               format
+============== =========================================================== ==============
+mturk          ``HITId``, ``WorkerId``, ``AssignmentStatus``, ``Answer.*``   CSV
+toloka         ``ASSIGNMENT:worker_id`` and ``OUTPUT:*`` columns             TSV / CSV
+crowdflower    ``_unit_id`` and ``_worker_id`` (Figure Eight, Appen)         CSV, batches
+labelstudio    a JSON list of tasks with ``annotations`` (JSON export),      JSON
                or of rows with ``annotator`` (JSON-MIN export)
-prodigy        JSON lines with ``answer`` and ``_input_hash``              JSONL
-============== ========================================================= ==============
+prodigy        JSON lines with ``answer`` and ``_input_hash``                JSONL
+============== =========================================================== ==============
 
 The answer column is chosen for the user when there is one candidate (MTurk's single
 ``Answer.*`` column, Toloka's single ``OUTPUT:*`` column, for CrowdFlower and Label
