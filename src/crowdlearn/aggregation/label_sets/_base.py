@@ -41,6 +41,9 @@ class LabelSetAggregator(KindAggregator):
         "cells are sets) or LabelSets.from_arrays(task, worker, labels)"
     )
     result = "probas_"
+    frame_kind = "multilabel"
+    #: After a DataFrame fit: DataFrames indexed by task id, one column per class id.
+    task_results = ("probas_", "labels_")
 
     def _fitted(self, data: LabelSets) -> None:
         self.labels_ = self.probas_ > THRESHOLD
