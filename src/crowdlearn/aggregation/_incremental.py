@@ -52,7 +52,6 @@ import pandas as pd
 
 from crowdlearn.aggregation._annotation_store import AnnotationStore, _interleave
 from crowdlearn.aggregation._base import _as_crowd_data, break_ties, break_ties_rows
-from crowdlearn.aggregation._frames import restore_arrays
 from crowdlearn.aggregation._blocks import (
     Block,
     BlockReader,
@@ -60,6 +59,7 @@ from crowdlearn.aggregation._blocks import (
     make_block,
     task_pointer,
 )
+from crowdlearn.aggregation._frames import restore_arrays
 from crowdlearn.data import CrowdData, CrowdDataError
 from crowdlearn.data.errors import plain, show
 

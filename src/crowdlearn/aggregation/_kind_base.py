@@ -125,3 +125,8 @@ class KindAggregator(BaseEstimator):
         """The aggregated answer of each task (the kind's result attribute)."""
         self._check_fitted()
         return getattr(self, self.result)
+
+    def fit_predict(self, data: Any) -> Any:
+        """Fit and return :meth:`predict`: arrays for the kind's data type, pandas
+        objects keyed by task id for a DataFrame."""
+        return self.fit(data).predict()

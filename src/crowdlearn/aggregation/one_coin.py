@@ -19,13 +19,13 @@ import numpy as np
 
 from crowdlearn.aggregation._base import IterativeAggregator, TieBreak, float_dtype
 from crowdlearn.aggregation._blocks import Block, BlockReader, block_posteriors
-from crowdlearn.aggregation._frames import array_attribute
 from crowdlearn.aggregation._correctness import correctness_scores
 from crowdlearn.aggregation._design import (
     FLOOR,
     normalise_log,
     normalise_rows,
 )
+from crowdlearn.aggregation._frames import array_attribute
 from crowdlearn.aggregation._incremental import Merge
 from crowdlearn.aggregation._incremental_em import (
     IncrementalEMMixin,
