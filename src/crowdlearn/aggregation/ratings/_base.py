@@ -12,6 +12,7 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
+import pandas as pd
 
 from crowdlearn._bounds import Bounds
 from crowdlearn.aggregation._kind_base import KindAggregator
@@ -51,6 +52,23 @@ class BaseRatingAggregator(KindAggregator):
     #: The unit of each worker attribute as a power of the ratings' unit (a variance: 2,
     #: a precision or a weight in 1 / rating^2: -2, a bias: 1); 0 (unitless) when absent.
     worker_units: ClassVar[dict[str, int]] = {}
+
+    def _from_frame(self, frame: pd.DataFrame) -> Ratings:
+        """Ratings from a (task, worker, label) DataFrame (``rating``, ``value`` or
+        ``score`` may name the answer column): numbers, or an ordered
+        ``pandas.Categorical`` whose categories, lowest first, are the levels (the
+        ratings are then ordinal)."""
+        from crowdlearn.io.kinds import read_kind
+
+        name = "label"
+        if "label" not in frame.columns:
+            name = next((n for n in self.label_spellings if n in frame.columns), "label")
+        column = frame[name] if name in frame.columns else None
+        order = None
+        if isinstance(getattr(column, "dtype", None), pd.CategoricalDtype) and column.cat.ordered:
+            order = list(column.cat.categories)
+            frame = frame.assign(**{name: column.astype(object)})
+        return read_kind(frame, "rating", columns={"label": name}, order=order)
 
     def _fit_data(self, data: Any) -> None:
         """Aggregate the ratings of every task of ``data``.
