@@ -178,7 +178,7 @@ def test_gold_keyed_by_task_id_on_a_frame_fit():
     ("model", "frame", "missing"),
     [
         (DawidSkene(), pd.DataFrame({"task": [1], "worker": [2]}), "label"),
-        (MajorityVote(), pd.DataFrame({"item": [1], "who": [2], "label": [0]}), "task"),
+        (MajorityVote(), pd.DataFrame({"a": [1], "b": [2], "label": [0]}), "task"),
         (set_methods.MultiLabelMixture(), pd.DataFrame({"task": [1], "worker": [2]}), "label"),
         (rating_methods.Mean(), pd.DataFrame({"task": [1], "worker": [2]}), "label"),
         (text_methods.ROVER(), pd.DataFrame({"task": [1], "worker": [2]}), "label"),
