@@ -198,7 +198,7 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "speed-and-scale": (
         "Speed and scale",
-        ("read-parquet", "aggregation-speed", "scale", "startup", "incremental"),
+        ("read-parquet", "aggregation-speed", "scale", "startup", "incremental", "frame-fit"),
     ),
     "learning": (
         "Learning from crowds",

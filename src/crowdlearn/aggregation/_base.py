@@ -13,6 +13,14 @@ from sklearn.exceptions import NotFittedError
 
 from crowdlearn._bounds import check_params
 from crowdlearn._progress import progress_bar
+from crowdlearn.aggregation._frames import (
+    ARRAYS,
+    id_index,
+    keyed,
+    keyed_forms,
+    present,
+    restore_arrays,
+)
 from crowdlearn.data import CrowdData, CrowdDataError
 from crowdlearn.data._memory import array_bytes, check_allocation
 
@@ -46,13 +54,22 @@ class BaseAggregator(BaseEstimator):
     #: True for methods that hold an (n_workers, K, K) array (for the memory check).
     per_worker_confusions: ClassVar[bool] = False
 
-    def fit(self, data: CrowdData, **fit_params: Any) -> BaseAggregator:
-        """Infer the labels of the tasks in ``data``; returns ``self``."""
-        if not isinstance(data, CrowdData):
-            raise TypeError(
-                f"{type(self).__name__}.fit expects a CrowdData, got {type(data).__name__}; "
-                "use fit_predict(df) for a (task, worker, label) DataFrame"
-            )
+    def fit(self, data: CrowdData | pd.DataFrame, **fit_params: Any) -> BaseAggregator:
+        """Infer the labels of the tasks in ``data``; returns ``self``.
+
+        ``data`` is a CrowdData (the fitted attributes are then numpy arrays in code
+        order) or a DataFrame with columns ``task``, ``worker`` and ``label`` (read as
+        :meth:`CrowdData.from_frame` reads it; the public fitted attributes are then
+        pandas objects keyed by the frame's ids: see :meth:`_present`).
+        """
+        crowd = _as_crowd_data(data, type(self).__name__)
+        restore_arrays(self)  # a refit starts from arrays, whatever the last fit had
+        self._fit_arrays(crowd, **fit_params)
+        self._present(isinstance(data, pd.DataFrame))
+        return self
+
+    def _fit_arrays(self, data: CrowdData, **fit_params: Any) -> None:
+        """The fit proper, on a CrowdData: sets the fitted arrays."""
         if data.is_anonymous and not self.accepts_anonymous:
             raise CrowdDataError(
                 f"{type(self).__name__} models each worker and needs worker ids; the data "
@@ -65,7 +82,48 @@ class BaseAggregator(BaseEstimator):
         self.classes_ = data.classes
         self.task_ids_ = data.task_ids
         self.worker_ids_ = data.worker_ids
-        return self
+
+    def _present(self, as_frames: bool) -> None:
+        """After a fit on a DataFrame (``as_frames``), the public results as pandas
+        objects keyed by ids, built once (the arrays stay in ``_fitted_arrays``):
+
+        - ``labels_``: Series of class ids indexed by task id (index ``task``, name
+          ``label``); ``probas_``: DataFrame indexed by task id, one column per class id
+          (columns named ``label``);
+        - ``priors_``: Series indexed by class id;
+        - each of ``worker_attributes``: a Series indexed by worker id (index
+          ``worker``), a DataFrame with one column per class id for a (n_workers, K)
+          array, and for an (n_workers, K, K) confusion array a DataFrame indexed by
+          (``worker``, ``true_label``) with one column per observed class;
+        - each of ``task_attributes``: likewise indexed by task id.
+
+        ``classes_``, ``task_ids_`` and ``worker_ids_`` stay arrays. After a fit on a
+        CrowdData the arrays stay public (``as_frames`` False).
+        """
+        if not as_frames:
+            present(self, {}, False)
+            return
+        classes = id_index(self.classes_, "label")
+        tasks = id_index(self.task_ids_, "task")
+        workers = id_index(self.worker_ids_, "worker")
+        tasks_axis = ("probas_", "vote_counts_", "scores_", *self.task_attributes)
+        forms = keyed_forms(self, tasks_axis, tasks, classes)
+        forms["labels_"] = pd.Series(
+            np.asarray(self.classes_)[self.labels_], index=tasks, name="label"
+        )
+        forms.update(keyed_forms(self, self.worker_attributes, workers, classes))
+        forms.update(keyed_forms(self, ("priors_",), classes, classes))
+        present(self, forms, True)
+
+    def _derived(self, name: str, value: np.ndarray, axis: str) -> Any:
+        """A fitted attribute computed on access (a property) from the arrays:
+        ``value`` itself after a fit on a CrowdData, keyed by the ids of ``axis``
+        (``"task"`` or ``"worker"``) after a fit on a DataFrame."""
+        if ARRAYS not in self.__dict__:
+            return value
+        ids = self.task_ids_ if axis == "task" else self.worker_ids_
+        form = keyed(value, id_index(ids, axis), name, id_index(self.classes_, "label"))
+        return value if form is None else form
 
     def _fit(self, data: CrowdData, **fit_params: Any) -> None:
         raise NotImplementedError
@@ -100,32 +158,19 @@ class BaseAggregator(BaseEstimator):
         return self.labels_
 
     def fit_predict(self, data: CrowdData | pd.DataFrame, **fit_params: Any) -> Any:
-        """Fit and return hard labels.
+        """Fit and return hard labels (``fit(data).labels_``).
 
         A CrowdData gives an array of class codes; a DataFrame with columns ``task``,
-        ``worker`` and ``label`` gives a Series of class ids indexed by task id (the
-        crowd-kit convention). ``fit_params`` go to :meth:`fit` (e.g. ``gold=``).
+        ``worker`` and ``label`` gives a Series of class ids indexed by task id (index
+        ``task``, name ``label``). ``fit_params`` go to :meth:`fit` (e.g. ``gold=``).
         """
-        crowd = _as_crowd_data(data)
-        labels = self.fit(crowd, **fit_params).labels_
-        if crowd is data:
-            return labels
-        return pd.Series(
-            crowd.classes[labels], index=pd.Index(crowd.task_ids, name="task"), name="label"
-        )
+        return self.fit(data, **fit_params).labels_
 
     def fit_predict_proba(self, data: CrowdData | pd.DataFrame, **fit_params: Any) -> Any:
-        """Fit and return class probabilities: an array for a CrowdData, a DataFrame
-        indexed by task id with one column per class for a DataFrame."""
-        crowd = _as_crowd_data(data)
-        probas = self.fit(crowd, **fit_params).probas_
-        if crowd is data:
-            return probas
-        return pd.DataFrame(
-            probas,
-            index=pd.Index(crowd.task_ids, name="task"),
-            columns=pd.Index(crowd.classes, name="label"),
-        )
+        """Fit and return class probabilities (``fit(data).probas_``): an array for a
+        CrowdData, a DataFrame indexed by task id with one column per class for a
+        DataFrame."""
+        return self.fit(data, **fit_params).probas_
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "probas_"):
@@ -206,9 +251,17 @@ class IterativeAggregator(BaseAggregator):
         self.history_ = pd.DataFrame(rows, columns=["iteration", "objective", "change", "seconds"])
 
 
-def _as_crowd_data(data: CrowdData | pd.DataFrame) -> CrowdData:
+def _as_crowd_data(data: CrowdData | pd.DataFrame, who: str = "fit") -> CrowdData:
+    """``data`` as a CrowdData: a (task, worker, label) DataFrame is read by
+    :meth:`CrowdData.from_frame` (its errors name the missing columns); anything else
+    but a CrowdData is a TypeError."""
     if isinstance(data, pd.DataFrame):
         return CrowdData.from_frame(data)
+    if not isinstance(data, CrowdData):
+        raise TypeError(
+            f"{who}.fit expects a CrowdData or a (task, worker, label) DataFrame, got "
+            f"{type(data).__name__}"
+        )
     return data
 
 

@@ -59,6 +59,7 @@ from crowdlearn.aggregation._blocks import (
     make_block,
     task_pointer,
 )
+from crowdlearn.aggregation._frames import restore_arrays
 from crowdlearn.data import CrowdData, CrowdDataError
 from crowdlearn.data.errors import plain, show
 
@@ -583,15 +584,14 @@ class IncrementalMixin:
             self.__dict__.pop("_store", None)
             self.__dict__["_other_crowd"] = data
 
-    def fit(self, data: CrowdData, **fit_params: Any) -> Any:
+    def _fit_arrays(self, data: CrowdData, **fit_params: Any) -> None:
         """Fit on ``data`` and keep it (``crowd_``) for :meth:`partial_fit`."""
-        super().fit(data, **fit_params)  # type: ignore[misc]
+        super()._fit_arrays(data, **fit_params)  # type: ignore[misc]
         # The task pointer of sorted data, when the fit's block reader has it (free).
         reader = getattr(self, "_reader", None)
         sorted_rows = isinstance(reader, BlockReader) and reader.sorted
         self._store = AnnotationStore(data, reader.indptr if sorted_rows else None)
         self._after_fit()
-        return self
 
     def _after_fit(self) -> None:
         """Hook: what a subclass records after a fit (or a refit within an update)."""
@@ -633,9 +633,17 @@ class IncrementalMixin:
         """
         if not 0 <= int(refresh) == refresh:
             raise ValueError(f"refresh must be a non-negative integer, got {refresh!r}")
-        crowd = _as_crowd_data(new)
-        if not isinstance(crowd, CrowdData):
+        if not isinstance(new, (CrowdData, pd.DataFrame)):
             raise TypeError(f"partial_fit expects a CrowdData or a DataFrame, got {type(new)}")
+        crowd = _as_crowd_data(new)
+        as_frames = isinstance(new, pd.DataFrame)  # the results follow this call's input
+        restore_arrays(self)
+        self._update(crowd, new_classes, int(refresh))
+        self._present(as_frames)  # type: ignore[attr-defined]
+        return self
+
+    def _update(self, crowd: CrowdData, new_classes: bool, refresh: int) -> Any:
+        """The body of :meth:`partial_fit` on arrays."""
         start = time.perf_counter()
         if "_store" not in self.__dict__:
             self.fit(crowd)

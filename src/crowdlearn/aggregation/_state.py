@@ -39,6 +39,7 @@ from crowdlearn._atomic import atomic_open
 from crowdlearn._json import jsonable as _jsonable
 from crowdlearn.aggregation._annotation_store import AnnotationStore
 from crowdlearn.aggregation._blocks import is_sorted
+from crowdlearn.aggregation._frames import array_attribute
 from crowdlearn.data import CrowdData, CrowdDataError
 
 FORMAT = "crowdlearn-state"
@@ -87,8 +88,8 @@ def save_state(
         "task": crowd.task,
         "worker": crowd.worker,
         "label": crowd.label,
-        "probas_": model.probas_,
-        "labels_": model.labels_,
+        "probas_": array_attribute(model, "probas_"),  # the arrays behind a DataFrame fit
+        "labels_": array_attribute(model, "labels_"),
     }
     for field in _ID_FIELDS:
         arrays[field] = _storable_ids(getattr(crowd, field), field)
@@ -102,7 +103,7 @@ def save_state(
         arrays["margins"] = margins
     attributes = list(model.state_attributes)
     for attribute in attributes:
-        arrays[f"attr{attribute}"] = np.asarray(getattr(model, attribute))
+        arrays[f"attr{attribute}"] = np.asarray(array_attribute(model, attribute))
     statistics = getattr(model, "_statistics", None)
     n_statistics = 0 if statistics is None else len(statistics)
     for number in range(n_statistics):

@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 import numpy as np
+import pandas as pd
 
 from crowdlearn.aggregation._base import (
     IterativeAggregator,
@@ -240,12 +241,16 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
         self.progress = progress
         self.lone_labels = lone_labels
 
-    def fit(self, data: CrowdData, gold: Any = None, initial_confusions: Any = None) -> DawidSkene:
+    def fit(
+        self, data: CrowdData | pd.DataFrame, gold: Any = None, initial_confusions: Any = None
+    ) -> DawidSkene:
         """Run EM on ``data``.
 
         Parameters
         ----------
-        data : CrowdData
+        data : CrowdData or DataFrame
+            A (task, worker, label) DataFrame gives pandas results keyed by ids
+            (see :meth:`BaseAggregator._present`).
         gold : Mapping, Series or array, optional
             Known true classes of some tasks (user class ids keyed by task id, or an
             array aligned with the task codes with None/-1 for unknown). They are fixed

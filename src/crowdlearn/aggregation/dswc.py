@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -136,6 +136,8 @@ class DSWC(IterativeAggregator):
     """
 
     worker_attributes = ("memberships_", "confusions_")
+    #: Column axis of the pandas forms of a DataFrame fit (memberships: one per cluster).
+    attribute_columns: ClassVar[dict[str, str]] = {"memberships_": "cluster"}
     accepts_anonymous = False
     per_worker_confusions = True
 

@@ -308,8 +308,9 @@ class GLAD(IncrementalMixin, IterativeAggregator):
 
     @property
     def betas_(self) -> np.ndarray:
-        """Task inverse difficulties ``exp(b_i)``."""
-        return np.exp(self._log_betas)
+        """Task inverse difficulties ``exp(b_i)`` (keyed by task id after a fit on a
+        DataFrame)."""
+        return self._derived("betas_", np.exp(self._log_betas), "task")
 
 
 def log_sigmoid(x: np.ndarray) -> np.ndarray:

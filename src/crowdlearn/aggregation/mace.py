@@ -40,6 +40,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 from scipy.special import digamma, expit
 
 from crowdlearn.aggregation._base import IterativeAggregator, TieBreak, float_dtype
@@ -162,13 +163,18 @@ class MACE(IterativeAggregator):
         self.progress = progress
 
     def fit(
-        self, data: CrowdData, initial_spamming: Any = None, initial_thetas: Any = None
+        self,
+        data: CrowdData | pd.DataFrame,
+        initial_spamming: Any = None,
+        initial_thetas: Any = None,
     ) -> MACE:
         """Run the restarts on ``data`` and keep the best one.
 
         Parameters
         ----------
-        data : CrowdData
+        data : CrowdData or DataFrame
+            A (task, worker, label) DataFrame gives pandas results keyed by ids
+            (see :meth:`BaseAggregator._present`).
         initial_spamming : array (n_workers,), optional
             Initial spamming probabilities, aligned with the worker codes.
         initial_thetas : array (n_workers, n_classes), optional

@@ -25,6 +25,7 @@ from crowdlearn.aggregation._design import (
     normalise_log,
     normalise_rows,
 )
+from crowdlearn.aggregation._frames import array_attribute
 from crowdlearn.aggregation._incremental import Merge
 from crowdlearn.aggregation._incremental_em import (
     IncrementalEMMixin,
@@ -195,12 +196,14 @@ class OneCoinDawidSkene(IncrementalEMMixin, IterativeAggregator):
 
     @property
     def confusions_(self) -> np.ndarray:
-        """(n_workers, K, K) matrices with ``skills_`` on the diagonal."""
-        k = len(self.priors_)
-        off = (1 - self.skills_) / max(k - 1, 1)
+        """(n_workers, K, K) matrices with ``skills_`` on the diagonal (keyed by
+        (worker, true class) after a fit on a DataFrame)."""
+        skills = np.asarray(array_attribute(self, "skills_"))
+        k = len(array_attribute(self, "priors_"))
+        off = (1 - skills) / max(k - 1, 1)
         matrices = np.repeat(off[:, None, None], k, axis=1).repeat(k, axis=2)
-        matrices[:, np.arange(k), np.arange(k)] = self.skills_[:, None]
-        return matrices
+        matrices[:, np.arange(k), np.arange(k)] = skills[:, None]
+        return self._derived("confusions_", matrices, "worker")
 
 
 def skill_statistics(

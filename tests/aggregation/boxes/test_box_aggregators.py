@@ -121,7 +121,7 @@ def test_em_finds_the_sloppy_workers_less_precise_and_beats_majority_on_recall()
 def test_contract_wrong_type_bad_params_and_spec_strings():
     data, _ = unanimous()
     with pytest.raises(TypeError, match=r"crowdlearn\.data\.Boxes"):
-        make_aggregator(DEFAULT_STRATEGY).fit(data.to_frame())
+        make_aggregator(DEFAULT_STRATEGY).fit(data.to_frame().to_dict())  # not a frame
     with pytest.raises(ValueError, match="iou_threshold"):
         make_aggregator("majority", iou_threshold=0.0).fit(data)
     with pytest.raises(ValueError, match="n_rounds"):

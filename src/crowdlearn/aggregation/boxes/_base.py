@@ -210,6 +210,19 @@ class BaseBoxAggregator(KindAggregator):
         "x_max, y_max) or Boxes.from_arrays(...)"
     )
     result = "boxes_"
+    frame_kind = "box"
+
+    def _other_forms(self) -> dict[str, pd.DataFrame]:
+        """After a DataFrame fit, ``boxes_`` and ``groups_`` name tasks and classes by
+        their ids (the ``task`` and ``class`` columns hold codes after a fit on
+        :class:`Boxes`)."""
+        forms = {}
+        for name in ("boxes_", "groups_"):
+            table = getattr(self, name).copy()
+            table["task"] = np.asarray(self.task_ids_)[table["task"].to_numpy()]
+            table["class"] = np.asarray(self.classes_)[table["class"].to_numpy()]
+            forms[name] = table
+        return forms
 
     def _fit(self, data: Boxes) -> None:
         """Match and consolidate each task's boxes.

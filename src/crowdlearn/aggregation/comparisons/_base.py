@@ -21,6 +21,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from crowdlearn._bounds import Bounds, check_own_bounds, check_params
+from crowdlearn.aggregation._frames import id_index, keyed_forms, present, restore_arrays
 from crowdlearn.data import Comparisons
 
 #: Bounds of the comparison models' own numeric parameters (``check_params`` covers
@@ -141,14 +142,28 @@ class BaseComparisonAggregator(BaseEstimator):
 
     worker_attributes: ClassVar[tuple[str, ...]] = ()
 
-    def fit(self, data: Comparisons) -> BaseComparisonAggregator:
-        """Infer one score per item of ``data``; returns ``self``."""
+    def fit(self, data: Comparisons | pd.DataFrame) -> BaseComparisonAggregator:
+        """Infer one score per item of ``data``; returns ``self``.
+
+        ``data`` is a :class:`~crowdlearn.data.Comparisons` (``scores_`` and the worker
+        attributes are then arrays in code order) or a (worker, left, right, label)
+        DataFrame, read as :func:`crowdlearn.io.read_kind` reads comparisons (its errors
+        name the missing columns): ``scores_`` is then a Series indexed by item id
+        (index ``item``, name ``score``) and each worker attribute a Series indexed by
+        worker id (the arrays stay in ``_fitted_arrays``).
+        """
+        as_frames = isinstance(data, pd.DataFrame)
+        if as_frames:
+            from crowdlearn.io.kinds import read_kind
+
+            data = read_kind(data, "comparison")
         if not isinstance(data, Comparisons):
             raise TypeError(
-                f"{type(self).__name__}.fit expects a crowdlearn.data.Comparisons, got "
-                f"{type(data).__name__}; build one with Comparisons.from_frame(df) from a "
-                "(worker, left, right, label) DataFrame, or use fit_predict(df)"
+                f"{type(self).__name__}.fit expects a crowdlearn.data.Comparisons or a "
+                f"(worker, left, right, label) DataFrame, got {type(data).__name__}; build "
+                "one with Comparisons.from_frame(df)"
             )
+        restore_arrays(self)
         params = self.get_params(deep=False)
         check_params(type(self).__name__, params)
         check_own_params(type(self).__name__, params)
@@ -158,6 +173,14 @@ class BaseComparisonAggregator(BaseEstimator):
         self.scores_ = centred(np.asarray(scores, dtype=np.float64))
         self.item_ids_ = data.item_ids
         self.worker_ids_ = data.worker_ids
+        if not as_frames:
+            present(self, {}, False)
+            return self
+        forms = keyed_forms(self, ("scores_",), id_index(self.item_ids_, "item"))
+        workers = id_index(self.worker_ids_, "worker")
+        forms.update(keyed_forms(self, self.worker_attributes, workers))
+        forms["scores_"].name = "score"
+        present(self, forms, True)
         return self
 
     def _fit(self, rows: Rows) -> np.ndarray:
@@ -170,22 +193,10 @@ class BaseComparisonAggregator(BaseEstimator):
         return self.scores_
 
     def fit_predict(self, data: Comparisons | pd.DataFrame) -> Any:
-        """Fit and return the scores: an array for a Comparisons, a Series indexed by
-        item id for a (worker, left, right, label) DataFrame (crowd-kit's layout)."""
-        comparisons = data if isinstance(data, Comparisons) else _as_comparisons(data)
-        scores = self.fit(comparisons).scores_
-        if comparisons is data:
-            return scores
-        return pd.Series(scores, index=pd.Index(comparisons.item_ids, name="label"), name="score")
-
-
-def _as_comparisons(data: Any) -> Comparisons:
-    if isinstance(data, pd.DataFrame):
-        return Comparisons.from_frame(data)
-    raise TypeError(
-        f"expected a Comparisons or a (worker, left, right, label) DataFrame, got "
-        f"{type(data).__name__}"
-    )
+        """Fit and return the scores (``fit(data).scores_``): an array for a
+        Comparisons, a Series indexed by item id (index ``item``, name ``score``) for a
+        (worker, left, right, label) DataFrame (crowd-kit's layout)."""
+        return self.fit(data).scores_
 
 
 def log_sigmoid(x: np.ndarray) -> np.ndarray:

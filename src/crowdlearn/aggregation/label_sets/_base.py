@@ -10,6 +10,7 @@ or several).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -41,6 +42,9 @@ class LabelSetAggregator(KindAggregator):
         "cells are sets) or LabelSets.from_arrays(task, worker, labels)"
     )
     result = "probas_"
+    frame_kind = "multilabel"
+    #: After a DataFrame fit: DataFrames indexed by task id, one column per class id.
+    task_results = ("probas_", "labels_")
 
     def _fitted(self, data: LabelSets) -> None:
         self.labels_ = self.probas_ > THRESHOLD
@@ -52,9 +56,15 @@ class LabelSetAggregator(KindAggregator):
         return self.probas_
 
     def predict(self) -> np.ndarray:
-        """The inferred sets: bool (n_tasks, n_classes)."""
+        """The inferred sets: bool (n_tasks, n_classes) (a bool DataFrame indexed by
+        task id, one column per class id, after a fit on a DataFrame)."""
         self._check_fitted()
         return self.labels_
+
+    def fit_predict_proba(self, data: Any) -> Any:
+        """Fit and return :meth:`predict_proba` (a DataFrame indexed by task id, one
+        column per class id, for a DataFrame input)."""
+        return self.fit(data).predict_proba()
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
+import pandas as pd
 
 from crowdlearn._bounds import Bounds
+from crowdlearn.aggregation._frames import id_index, require_columns
 from crowdlearn.aggregation._kind_base import KindAggregator
 from crowdlearn.data.masks import Masks
 
@@ -51,6 +53,21 @@ class BaseMaskAggregator(KindAggregator):
         "build one with Masks.from_arrays(task, worker, masks) or Masks.from_folder(folder)"
     )
     result = "agreement_"
+    frame_kind = "mask"
+    #: After a DataFrame fit: a Series indexed by task id.
+    task_results = ("agreement_",)
+    #: The columns of a DataFrame input (crowd-kit's layout): one 2-D mask per row.
+    frame_columns: tuple[str, str, str] = ("task", "worker", "segmentation")
+
+    def _from_frame(self, frame: pd.DataFrame) -> Masks:
+        """Masks from a (task, worker, segmentation) DataFrame, one 2-D bool array (or a
+        mask file's path) per row, as crowd-kit takes them (a ``label`` or ``mask``
+        column may hold the masks instead)."""
+        task, worker, masks = self.frame_columns
+        if masks not in frame.columns:
+            masks = next((c for c in ("label", "mask") if c in frame.columns), masks)
+        require_columns(frame, (task, worker, masks), f"{type(self).__name__}.fit")
+        return Masks.from_arrays(frame[task], frame[worker], frame[masks].tolist())
 
     def _fitted(self, data: Masks) -> None:
         """One more pass over the tasks: each task's agreement with its result."""
@@ -75,6 +92,12 @@ class BaseMaskAggregator(KindAggregator):
         for t, workers, masks in self._data.iter_tasks():
             yield t, self._aggregate(workers, masks)
 
-    def predict(self) -> list[np.ndarray]:
-        """Every task's aggregated mask (all in memory: for small data)."""
-        return [mask for _, mask in self.iter_masks()]
+    def predict(self) -> list[np.ndarray] | pd.Series:
+        """Every task's aggregated mask (all in memory: for small data): a list in task
+        code order, or a Series of masks indexed by task id (name ``segmentation``)
+        after a fit on a DataFrame."""
+        masks = [mask for _, mask in self.iter_masks()]
+        if not self._as_frames:
+            return masks
+        index = id_index(self.task_ids_, "task")
+        return pd.Series(masks, index=index, name="segmentation", dtype=object)

@@ -12,6 +12,7 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
+import pandas as pd
 
 from crowdlearn._bounds import Bounds
 from crowdlearn.aggregation._kind_base import KindAggregator
@@ -44,12 +45,33 @@ class BaseRatingAggregator(KindAggregator):
         "Ratings.from_frame(df, label=...)"
     )
     result = "values_"
+    frame_kind = "rating"
+    label_spellings = ("rating", "value", "score")
+    #: After a DataFrame fit: Series (DataFrames for ``probas_``) indexed by task id.
+    task_results = ("values_", "spread_", "labels_", "probas_")
     #: The unit of each worker attribute as a power of the ratings' unit (a variance: 2,
     #: a precision or a weight in 1 / rating^2: -2, a bias: 1); 0 (unitless) when absent.
     worker_units: ClassVar[dict[str, int]] = {}
 
-    def fit(self, data: Any) -> Any:
-        """Aggregate the ratings of every task of ``data``; returns ``self``.
+    def _from_frame(self, frame: pd.DataFrame) -> Ratings:
+        """Ratings from a (task, worker, label) DataFrame (``rating``, ``value`` or
+        ``score`` may name the answer column): numbers, or an ordered
+        ``pandas.Categorical`` whose categories, lowest first, are the levels (the
+        ratings are then ordinal)."""
+        from crowdlearn.io.kinds import read_kind
+
+        name = "label"
+        if "label" not in frame.columns:
+            name = next((n for n in self.label_spellings if n in frame.columns), "label")
+        column = frame[name] if name in frame.columns else None
+        order = None
+        if isinstance(getattr(column, "dtype", None), pd.CategoricalDtype) and column.cat.ordered:
+            order = list(column.cat.categories)
+            frame = frame.assign(**{name: column.astype(object)})
+        return read_kind(frame, "rating", columns={"label": name}, order=order)
+
+    def _fit_data(self, data: Any) -> None:
+        """Aggregate the ratings of every task of ``data``.
 
         Numbers too large or too small for their squares to be computed in float64
         (largest magnitude ``>= 2**256`` or ``< 2**-256``) are aggregated in a scaled unit
@@ -58,17 +80,17 @@ class BaseRatingAggregator(KindAggregator):
         ``worker_units``. A worker variance beyond float64's range is then ``inf`` (its
         precision 0); every rated task's value and spread stay finite.
         """
-        exponent = rescaling_exponent(data) if isinstance(data, Ratings) else 0
+        exponent = rescaling_exponent(data)
         if not exponent:
-            return super().fit(data)
-        super().fit(scaled_ratings(data, -exponent))
+            super()._fit_data(data)
+            return
+        super()._fit_data(scaled_ratings(data, -exponent))
         units = {"values_": 1, "spread_": 1, **self.worker_units}
         with np.errstate(over="ignore", under="ignore"):
             for name, power in units.items():
                 if power and getattr(self, name, None) is not None:
                     value = np.asarray(getattr(self, name), dtype=np.float64)
                     setattr(self, name, np.ldexp(value, power * exponent))
-        return self
 
     def _fitted(self, data: Ratings) -> None:
         self.levels_ = data.levels

@@ -28,7 +28,7 @@ EM, with the Dawid-Skene steps:
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -130,6 +130,16 @@ class OrdinalDawidSkene(BaseRatingAggregator):
         self.max_iter = max_iter
         self.tol = tol
         self.smoothing = smoothing
+
+    def predict_proba(self) -> Any:
+        """Probability of each level (rank) for each task, (n_tasks, n_levels) (a
+        DataFrame indexed by task id after a fit on a DataFrame)."""
+        self._check_fitted()
+        return self.probas_
+
+    def fit_predict_proba(self, data: Any) -> Any:
+        """Fit and return :meth:`predict_proba`."""
+        return self.fit(data).predict_proba()
 
     def _fit(self, data: Ratings) -> None:
         if data.levels is None:

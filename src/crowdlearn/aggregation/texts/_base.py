@@ -38,6 +38,10 @@ class BaseTextAggregator(KindAggregator):
         "Texts.from_frame(df, label='text')"
     )
     result = "texts_"
+    frame_kind = "text"
+    label_spellings = ("text", "output")
+    #: After a DataFrame fit: Series indexed by task id.
+    task_results = ("texts_", "confidence_")
 
 
 # --------------------------------------------------------------------------- helpers
