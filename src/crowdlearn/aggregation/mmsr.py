@@ -135,8 +135,8 @@ class MMSR(BaseAggregator):
         self.tie_break = tie_break
 
     def _fit(self, data: CrowdData) -> None:
-        if int(self.max_iter) != self.max_iter or self.max_iter < 1:
-            raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
+        if int(self.max_iter) != self.max_iter or self.max_iter < 0:
+            raise ValueError(f"max_iter must be a non-negative integer, got {self.max_iter!r}")
         if not self.tol >= 0:
             raise ValueError(f"tol must be non-negative, got {self.tol}")
         if data.n_workers > MAX_WORKERS:
