@@ -77,9 +77,7 @@ def _factorize(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
 
 def _code(data: pd.DataFrame, classes: pd.Index | None = None) -> _Coded:
     """Code a (task, worker, label) frame; ``classes`` fixes the label codes."""
-    missing = {"task", "worker", "label"} - set(data.columns)
-    if missing:
-        raise ValueError(f"data must have columns task, worker and label; missing {sorted(missing)}")
+    data = data[["task", "worker", "label"]]  # a KeyError names a missing column
     task, tasks = _factorize(data["task"])
     worker, workers = _factorize(data["worker"])
     if classes is None:
@@ -98,6 +96,11 @@ def _code(data: pd.DataFrame, classes: pd.Index | None = None) -> _Coded:
         duplicates="keep",
     )
     return _Coded(crowd, tasks.rename("task"), workers.rename("worker"), classes.rename("label"))
+
+
+def _is_empty(data: pd.DataFrame) -> bool:
+    """crowd-kit's early exit: a frame with the columns and no rows."""
+    return len(data[["task", "worker", "label"]]) == 0
 
 
 def _labels(coded: _Coded, codes: np.ndarray) -> pd.Series:
@@ -242,6 +245,10 @@ class MajorityVote(_Classification):
 
     def fit(self, data: pd.DataFrame, skills: pd.Series | None = None) -> MajorityVote:
         """Vote; ``skills`` (a Series indexed by worker) weights the votes."""
+        if skills is not None and self.on_missing_skill == "ignore":
+            data = data[data["worker"].isin(skills.index)]  # drop unknown workers' rows
+            if len(data) == 0:
+                raise ValueError("no assignment of a worker with a known skill")
         coded = _code(data)
         weights = _skill_weights(coded, skills, self.on_missing_skill, self.default_skill)
         probas = _vote(coded, weights)
@@ -364,6 +371,8 @@ class GoldMajorityVote(_SkillVote):
         """Measure each worker on the tasks of ``true_labels`` (indexed by task)."""
         from crowdlearn.aggregation.gold_majority_vote import gold_accuracy
 
+        if isinstance(true_labels, pd.DataFrame):
+            raise KeyError("true_labels must be a Series of labels indexed by task")
         coded = _code(data)
         gold = pd.Series(true_labels).reindex(coded.tasks)
         gold_codes = coded.classes.get_indexer(gold)
@@ -440,6 +449,9 @@ class DawidSkene(_Classification):
         initial_error: pd.DataFrame | None = None,
     ) -> DawidSkene:
         """Fit by EM; see the class docstring for ``true_labels`` and ``initial_error``."""
+        if _is_empty(data):
+            self._set_empty()
+            return self
         coded = _code(data)
         gold = None if true_labels is None else pd.Series(true_labels).reindex(coded.tasks)
         confusions = None
@@ -452,6 +464,13 @@ class DawidSkene(_Classification):
         )
         self._set(coded, model)
         return self
+
+    def _set_empty(self) -> None:
+        self.probas_ = pd.DataFrame()
+        self.priors_ = pd.Series(dtype=float, name="prior")
+        self.errors_ = pd.DataFrame()
+        self.labels_ = pd.Series(dtype=float, name="agg_label")
+        self.loss_history_ = []
 
     def _set(self, coded: _Coded, model: Any) -> None:
         self.probas_ = _probas(coded, model.probas_)
@@ -639,6 +658,10 @@ class KOS(_Classification):
         """Fit by message passing."""
         from crowdlearn.aggregation import KOS as Native
 
+        if _is_empty(data):
+            self.labels_ = pd.Series([], dtype="O", name="agg_label")
+            return self
+
         coded = _code(data)
         model = Native(
             max_iter=self.n_iter, random_state=self.random_state, tie_break="lowest"
@@ -753,6 +776,10 @@ class BinaryRelevance:
     def fit(self, data: pd.DataFrame) -> BinaryRelevance:
         """Fit one aggregator per label."""
         import copy
+
+        if _is_empty(data):
+            self.labels_ = pd.Series(dtype=float, name="agg_label")
+            return self
 
         frame = data[["task", "worker", "label"]]
         exploded = frame.explode("label").dropna(subset=["label"])
