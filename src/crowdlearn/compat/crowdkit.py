@@ -134,6 +134,22 @@ def _errors(coded: _Coded, confusions: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(table[present], index=index, columns=coded.classes.rename(None))
 
 
+def _m_step_confusions(crowd: CrowdData, probas: np.ndarray) -> np.ndarray:
+    """Unsmoothed maximum-likelihood confusions (n_workers, K, K) of posteriors
+    ``probas``: ``[j, k, l]`` = expected share of worker j's labels l among its tasks
+    of true class k (K weighted bincounts over the annotations)."""
+    k = crowd.n_classes
+    cells = crowd.worker.astype(np.int64) * k + crowd.label
+    counts = np.stack(
+        [np.bincount(cells, weights=probas[crowd.task, c], minlength=crowd.n_workers * k)
+         for c in range(k)],
+        axis=1,
+    ).reshape(crowd.n_workers, k, k)  # [j, l, k]
+    counts = counts.transpose(0, 2, 1)  # [j, k, l]
+    totals = counts.sum(axis=2, keepdims=True)
+    return np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)
+
+
 def _confusions_from_errors(coded: _Coded, errors: pd.DataFrame) -> np.ndarray:
     """(n_workers, K, K) confusions ``[j, k, l]`` from crowd-kit's ``initial_error``
     layout (rows (worker, observed label), one column per true label)."""
@@ -159,7 +175,7 @@ def _skill_weights(
         return None
     if on_missing_skill != "value" and default_skill is not None:
         raise ValueError('default_skill is used but on_missing_skill is not "value"')
-    weights = skills.reindex(coded.workers).to_numpy(dtype=np.float64)
+    weights = np.array(skills.reindex(coded.workers), dtype=np.float64)  # a writable copy
     missing = np.isnan(weights)
     if missing.any():
         if on_missing_skill == "error":
@@ -473,12 +489,13 @@ class DawidSkene(_Classification):
         self.loss_history_ = []
 
     def _set(self, coded: _Coded, model: Any) -> None:
-        self.probas_ = _probas(coded, model.probas_)
+        probas = np.asarray(model.probas_, dtype=np.float64)
+        self.probas_ = _probas(coded, probas)
         self.labels_ = _labels(coded, model.labels_)
-        self.priors_ = pd.Series(
-            np.asarray(model.priors_, dtype=np.float64), index=coded.classes, name="prior"
-        )
-        self.errors_ = _errors(coded, model.confusions_)
+        # crowd-kit ends each iteration with an M-step: its priors_ and errors_ are the
+        # parameters of the final posteriors (one more M-step than the engine ran)
+        self.priors_ = pd.Series(probas.mean(axis=0), index=coded.classes, name="prior")
+        self.errors_ = _errors(coded, _m_step_confusions(coded.crowd, probas))
         self.loss_history_ = [float(x) for x in model.history_["objective"]]
 
     def fit_predict(  # type: ignore[override]
