@@ -134,7 +134,9 @@ def _errors(coded: _Coded, confusions: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(table[present], index=index, columns=coded.classes.rename(None))
 
 
-def _m_step_confusions(crowd: CrowdData, probas: np.ndarray) -> np.ndarray:
+def _m_step_confusions(
+    crowd: CrowdData, probas: np.ndarray, extra: np.ndarray | None = None
+) -> np.ndarray:
     """Unsmoothed maximum-likelihood confusions (n_workers, K, K) of posteriors
     ``probas``: ``[j, k, l]`` = expected share of worker j's labels l among its tasks
     of true class k (K weighted bincounts over the annotations)."""
@@ -146,21 +148,43 @@ def _m_step_confusions(crowd: CrowdData, probas: np.ndarray) -> np.ndarray:
         axis=1,
     ).reshape(crowd.n_workers, k, k)  # [j, l, k]
     counts = counts.transpose(0, 2, 1)  # [j, k, l]
+    if extra is not None:
+        counts = counts + extra  # crowd-kit's "addition" of initial counts
     totals = counts.sum(axis=2, keepdims=True)
     return np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)
 
 
-def _confusions_from_errors(coded: _Coded, errors: pd.DataFrame) -> np.ndarray:
+def _confusions_from_errors(coded: _Coded, errors: pd.DataFrame, strategy: str) -> np.ndarray:
     """(n_workers, K, K) confusions ``[j, k, l]`` from crowd-kit's ``initial_error``
-    layout (rows (worker, observed label), one column per true label)."""
+    layout (rows (worker, observed label), one column per true label), checked as
+    crowd-kit checks it: "assign" needs every (worker, label) pair of the data and,
+    for probabilities, each worker's columns summing to 1; "addition" takes missing
+    rows as zero counts."""
+    if list(errors.index.names) != ["worker", "label"]:
+        raise ValueError(
+            f"The index of initial_error must be: ['worker', 'label'],but got: "
+            f"{list(errors.index.names)}"
+        )
     k = len(coded.classes)
     full = pd.MultiIndex.from_product([coded.workers, coded.classes], names=["worker", "label"])
     table = errors.reindex(index=full, columns=coded.classes).to_numpy(dtype=np.float64)
-    if np.isnan(table).any():
-        raise ValueError(
-            "initial_error must have a row for every (worker, label) pair of the data and "
-            "a column for every label"
-        )
+    if strategy == "assign":
+        crowd = coded.crowd
+        used = np.zeros(len(full), dtype=bool)
+        used[crowd.worker.astype(np.int64) * k + crowd.label] = True
+        missing = used & np.isnan(table).any(axis=1)
+        if missing.any():
+            n_workers = len(np.unique(np.flatnonzero(missing) // k))
+            raise ValueError(
+                "All the workers in data should be in initial_error: "
+                f"Can not find {n_workers} workers' error matrix in initial_error"
+            )
+        values = errors.to_numpy(dtype=np.float64)
+        if (values <= 1.0).all() and not np.allclose(
+            errors.groupby(level="worker", sort=False).sum().to_numpy(dtype=np.float64), 1.0
+        ):
+            raise ValueError("The sum of each worker's error matrix in initial_error should be 1.0")
+    table = np.nan_to_num(table, nan=0.0)
     return table.reshape(len(coded.workers), k, k).transpose(0, 2, 1)
 
 
@@ -471,14 +495,23 @@ class DawidSkene(_Classification):
         coded = _code(data)
         gold = None if true_labels is None else pd.Series(true_labels).reindex(coded.tasks)
         confusions = None
-        if initial_error is not None:
-            confusions = _confusions_from_errors(coded, initial_error)
+        if initial_error is not None and self.initial_error_strategy is not None:
+            # crowd-kit ignores initial_error without a strategy
+            confusions = _confusions_from_errors(coded, initial_error, self.initial_error_strategy)
         model = self._native().fit(
             coded.crowd,
             gold=None if gold is None else gold.to_numpy(),
             initial_confusions=confusions,
         )
         self._set(coded, model)
+        if confusions is not None and self.n_iter == 0:
+            # the initialisation alone: crowd-kit's errors_ are its first M-step's
+            if self.initial_error_strategy == "assign":
+                table = initial_error.clip(lower=1e-10)
+                self.errors_ = table / table.groupby(level="worker", sort=False).transform("sum")
+            else:
+                probas = np.asarray(model.probas_, dtype=np.float64)
+                self.errors_ = _errors(coded, _m_step_confusions(coded.crowd, probas, confusions))
         return self
 
     def _set_empty(self) -> None:
