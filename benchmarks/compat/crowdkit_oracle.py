@@ -34,7 +34,7 @@ def run_tests(checkout: Path, shim: bool, report: Path) -> dict[str, str]:
     "skipped") by test id."""
     env = dict(os.environ)
     paths = [str(SRC), str(HERE)] if shim else []
-    env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")]).strip(os.pathsep)
+    env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")]).strip(os.pathsep)
     command = [
         sys.executable,
         "-m",

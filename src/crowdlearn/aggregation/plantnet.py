@@ -126,7 +126,9 @@ class PlantNet(BaseAggregator):
         # max_iter=0: the vote with the initial weights (no class identified yet)
         self.weights_ = self._weights(identified)
         scores = weighted_scores(data, self.weights_)
-        self.valid_ = self._validated(scores, break_ties(scores, self.tie_break, self.random_state))
+        self.valid_ = self._validated(
+            scores, break_ties(scores, self.tie_break, self.random_state)
+        )
         self.n_iter_ = 0
         for iteration in range(1, self.max_iter + 1):
             self.weights_ = self._weights(identified)

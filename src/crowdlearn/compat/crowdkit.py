@@ -143,8 +143,10 @@ def _m_step_confusions(
     k = crowd.n_classes
     cells = crowd.worker.astype(np.int64) * k + crowd.label
     counts = np.stack(
-        [np.bincount(cells, weights=probas[crowd.task, c], minlength=crowd.n_workers * k)
-         for c in range(k)],
+        [
+            np.bincount(cells, weights=probas[crowd.task, c], minlength=crowd.n_workers * k)
+            for c in range(k)
+        ],
         axis=1,
     ).reshape(crowd.n_workers, k, k)  # [j, l, k]
     counts = counts.transpose(0, 2, 1)  # [j, k, l]
@@ -183,7 +185,9 @@ def _confusions_from_errors(coded: _Coded, errors: pd.DataFrame, strategy: str) 
         if (values <= 1.0).all() and not np.allclose(
             errors.groupby(level="worker", sort=False).sum().to_numpy(dtype=np.float64), 1.0
         ):
-            raise ValueError("The sum of each worker's error matrix in initial_error should be 1.0")
+            raise ValueError(
+                "The sum of each worker's error matrix in initial_error should be 1.0"
+            )
     table = np.nan_to_num(table, nan=0.0)
     return table.reshape(len(coded.workers), k, k).transpose(0, 2, 1)
 
@@ -215,7 +219,9 @@ def _skill_weights(
                 raise ValueError('on_missing_skill="value" needs a default_skill')
             weights[missing] = float(default_skill)
         else:
-            raise ValueError(f"Unknown option {on_missing_skill!r} of 'on_missing_skill' argument.")
+            raise ValueError(
+                f"Unknown option {on_missing_skill!r} of 'on_missing_skill' argument."
+            )
     return weights
 
 
@@ -276,7 +282,9 @@ class MajorityVote(_Classification):
     :class:`~crowdlearn.aggregation.WeightedMajorityVote`.
     """
 
-    def __init__(self, default_skill: float | None = None, on_missing_skill: str = "error") -> None:
+    def __init__(
+        self, default_skill: float | None = None, on_missing_skill: str = "error"
+    ) -> None:
         self.default_skill = default_skill
         self.on_missing_skill = on_missing_skill
         self.labels_ = None
