@@ -18,8 +18,11 @@ from crowdlearn.aggregation import (
     OneCoinDawidSkene,
     PlantNet,
     ZeroBasedSkill,
+    boxes,
+    comparisons,
+    masks,
+    texts,
 )
-from crowdlearn.aggregation import boxes, comparisons, masks, texts
 from crowdlearn.aggregation.majority_vote import vote_frequencies
 from crowdlearn.aggregation.weighted_vote import majority_labels
 
