@@ -442,6 +442,63 @@ class GoldMajorityVote(_SkillVote):
 # --------------------------------------------------------------- Dawid-Skene family
 
 _STRATEGIES = {None: "assign", "assign": "assign", "addition": "add"}
+_EPS = 1e-10
+
+
+def _crowdkit_ds_engine() -> type:
+    """crowdlearn's Dawid-Skene steps under crowd-kit's loop (built on first use).
+
+    crowd-kit runs E-step, M-step, then its stopping rule on the evidence lower bound
+    per annotation, ``ELBO(posteriors, parameters of their M-step)``, stopping when it
+    rises by less than ``tol``; its fitted parameters are the last M-step's. The
+    engine's own loop (M-step, E-step, log-likelihood) takes the same steps but stops
+    elsewhere, so this subclass keeps the engine's steps and replaces the loop. The
+    bound is computed from the M-step's expected counts (workers x K x K) and the
+    posteriors (tasks x K): nothing per annotation.
+    """
+    global _ENGINE
+    if _ENGINE is not None:
+        return _ENGINE
+    from crowdlearn.aggregation import DawidSkene as Native
+
+    class CrowdKitLoopDawidSkene(Native):
+        def _fit(self, data: CrowdData, **fit_params: Any) -> None:
+            if self.max_iter < 0:
+                raise ValueError(f"max_iter must be at least 0, got {self.max_iter}")
+            self._initialize(data, **fit_params)
+            self._m_step(data)
+            history: list[float] = []
+            previous = -np.inf
+            self.converged_ = False
+            for _ in range(int(self.max_iter)):
+                self._e_step(data)
+                self._m_step(data)
+                bound = self._bound(data)
+                history.append(bound)
+                if bound - previous < self.tol:
+                    self.converged_ = True
+                    break
+                previous = bound
+            self.n_iter_ = len(history)
+            self.history_ = pd.DataFrame(
+                {"iteration": np.arange(1, len(history) + 1), "objective": history}
+            )
+
+        def _bound(self, data: CrowdData) -> float:
+            k = data.n_classes
+            counts = self._statistics[0].reshape(data.n_workers, k, k)  # [j, l, k]
+            log_conf = np.log(np.maximum(self.confusions_, _EPS)).transpose(0, 2, 1)
+            joint = float(np.sum(counts * log_conf))
+            joint += float(np.log(np.maximum(self.priors_, _EPS)) @ counts.sum(axis=(0, 1)))
+            probas = self.probas_
+            entropy = -float(np.sum(probas * np.log(np.maximum(probas, _EPS))))
+            return (joint + entropy) / data.n_annotations
+
+    _ENGINE = CrowdKitLoopDawidSkene
+    return _ENGINE
+
+
+_ENGINE: type | None = None
 
 
 class DawidSkene(_Classification):
@@ -472,7 +529,7 @@ class DawidSkene(_Classification):
         self.loss_history_: list[float] = []
 
     def _native(self) -> Any:
-        from crowdlearn.aggregation import DawidSkene as Native
+        Native = _crowdkit_ds_engine()
 
         if self.initial_error_strategy not in _STRATEGIES:
             raise ValueError(
@@ -530,13 +587,14 @@ class DawidSkene(_Classification):
         self.loss_history_ = []
 
     def _set(self, coded: _Coded, model: Any) -> None:
-        probas = np.asarray(model.probas_, dtype=np.float64)
-        self.probas_ = _probas(coded, probas)
+        self.probas_ = _probas(coded, model.probas_)
         self.labels_ = _labels(coded, model.labels_)
-        # crowd-kit ends each iteration with an M-step: its priors_ and errors_ are the
-        # parameters of the final posteriors (one more M-step than the engine ran)
-        self.priors_ = pd.Series(probas.mean(axis=0), index=coded.classes, name="prior")
-        self.errors_ = _errors(coded, _m_step_confusions(coded.crowd, probas))
+        # crowd-kit's loop ends with an M-step: priors_ and errors_ are the parameters
+        # of the final posteriors (the engine above ran that M-step)
+        self.priors_ = pd.Series(
+            np.asarray(model.priors_, dtype=np.float64), index=coded.classes, name="prior"
+        )
+        self.errors_ = _errors(coded, model.confusions_)
         self.loss_history_ = [float(x) for x in model.history_["objective"]]
 
     def fit_predict(  # type: ignore[override]
