@@ -341,13 +341,13 @@ class _SkillVote(_Classification):
         self._apply(data)
         return self.probas_
 
-    def fit_predict(self, data: pd.DataFrame, *args: Any) -> pd.Series:
+    def fit_predict(self, data: pd.DataFrame) -> pd.Series:
         """Fit and predict on the same data."""
-        return self.fit(data, *args).predict(data)  # type: ignore[attr-defined]
+        return self.fit(data).predict(data)  # type: ignore[attr-defined]
 
-    def fit_predict_proba(self, data: pd.DataFrame, *args: Any) -> pd.DataFrame:
+    def fit_predict_proba(self, data: pd.DataFrame) -> pd.DataFrame:
         """Fit and predict probabilities on the same data."""
-        return self.fit(data, *args).predict_proba(data)  # type: ignore[attr-defined]
+        return self.fit(data).predict_proba(data)  # type: ignore[attr-defined]
 
 
 class Wawa(_SkillVote):
