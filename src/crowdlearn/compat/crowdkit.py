@@ -828,7 +828,13 @@ class MMSR(_Classification):
 
     def fit(self, data: pd.DataFrame) -> MMSR:
         """Estimate the worker skills."""
-        from crowdlearn.aggregation import MMSR as Native
+        from crowdlearn.aggregation import MMSR as Engine
+
+        class Native(Engine):
+            """crowd-kit's random start: ``random_state``'s legacy uniform draw."""
+
+            def _initial_vector(self, n_workers: int) -> np.ndarray:
+                return np.random.RandomState(self.random_state).random_sample(n_workers)
 
         coded = _code(data)
         model = Native(
@@ -845,11 +851,12 @@ class MMSR(_Classification):
     def _apply(self, data: pd.DataFrame) -> None:
         if self.skills_ is None:
             raise RuntimeError("MMSR is not fitted: call fit first")
-        coded = _code(data)
-        weights = _skill_weights(coded, self.skills_, "value", 0.0)
         from crowdlearn.aggregation.weighted_vote import weighted_scores
 
-        scores = weighted_scores(coded.crowd, weights)
+        coded = _code(data)
+        weights = _skill_weights(coded, self.skills_, "error", None)
+        totals = weighted_scores(coded.crowd, weights)
+        scores = totals / totals.sum(axis=1, keepdims=True)  # crowd-kit: scores / row sum
         self.scores_ = _probas(coded, scores)
         self.labels_ = _labels(coded, scores.argmax(axis=1))
 
