@@ -123,11 +123,11 @@ def child(library: str, method: str, path: str, n_iter: int | None) -> dict[str,
 
 def _instrument() -> dict[str, float]:
     """Wrap the layer's coding and result helpers to add up their time."""
-    from crowdlearn.compat import crowdkit as layer
+    from crowdlearn.compat.crowdkit import _classification, _common
 
     spent = {"seconds": 0.0}
     for name in ("_code", "_labels", "_probas", "_per_worker", "_errors", "_accuracy"):
-        original = getattr(layer, name)
+        original = getattr(_common, name)
 
         def timed(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
             start = time.perf_counter()
@@ -136,7 +136,9 @@ def _instrument() -> dict[str, float]:
             finally:
                 spent["seconds"] += time.perf_counter() - start
 
-        setattr(layer, name, timed)
+        for module in (_common, _classification):  # where the classes look them up
+            if hasattr(module, name):
+                setattr(module, name, timed)
     return spent
 
 
