@@ -49,12 +49,14 @@ from crowdlearn.compat.crowdkit._segmentation import (
     SegmentationMajorityVote,
     SegmentationRASA,
 )
+from crowdlearn.compat.crowdkit._texts import ROVER
 
 __all__ = [
     "GLAD",
     "KOS",
     "MACE",
     "MMSR",
+    "ROVER",
     "BinaryRelevance",
     "BradleyTerry",
     "DawidSkene",
