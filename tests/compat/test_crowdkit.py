@@ -326,3 +326,30 @@ def test_segmentation_vote_with_skills_equals_crowdkit():
     ours = cl.SegmentationMajorityVote().fit(frame, skills).segmentations_
     for task in ours.index:
         np.testing.assert_array_equal(ours[task], theirs[task])
+
+
+def test_rover_equals_crowdkit_with_the_users_tokenizer():
+    frame = pd.DataFrame(
+        {
+            "task": ["t1", "t1", "t1", "t2", "t2", "t2"],
+            "worker": ["w1", "w2", "w3", "w1", "w2", "w3"],
+            "text": [
+                "the cat sat",
+                "the bat sat down",
+                "a cat sat down",
+                "hi there",
+                "hi",
+                "hey there",
+            ],
+        }
+    )
+    assert list(inspect.signature(cl.ROVER).parameters) == list(
+        inspect.signature(ck.ROVER).parameters
+    )
+    for tokenizer, detokenizer in [
+        (lambda s: s.split(" "), lambda t: " ".join(t)),
+        (lambda s: [w + " ." for w in s.split(" ")], lambda t: "|".join(t)),  # spaces in tokens
+    ]:
+        theirs = ck.ROVER(tokenizer=tokenizer, detokenizer=detokenizer).fit_predict(frame)
+        ours = cl.ROVER(tokenizer=tokenizer, detokenizer=detokenizer).fit_predict(frame)
+        pd.testing.assert_series_equal(ours, theirs)
