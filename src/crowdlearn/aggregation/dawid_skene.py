@@ -467,9 +467,7 @@ def _log_likelihood(log_norm: np.ndarray, gold_joint: float, gold: np.ndarray | 
     return float(log_norm[gold < 0].sum()) + gold_joint
 
 
-def _initial_confusions(
-    matrices: Any, data: CrowdData, assign: bool = True
-) -> np.ndarray | None:
+def _initial_confusions(matrices: Any, data: CrowdData, assign: bool = True) -> np.ndarray | None:
     if matrices is None:
         return None
     array = np.asarray(matrices, dtype=np.float64)
