@@ -353,3 +353,20 @@ def test_rover_equals_crowdkit_with_the_users_tokenizer():
         theirs = ck.ROVER(tokenizer=tokenizer, detokenizer=detokenizer).fit_predict(frame)
         ours = cl.ROVER(tokenizer=tokenizer, detokenizer=detokenizer).fit_predict(frame)
         pd.testing.assert_series_equal(ours, theirs)
+
+
+@pytest.mark.parametrize(("seed", "n_classes"), [(0, 2), (1, 3)])
+def test_one_coin_dawid_skene_equals_crowdkit(seed, n_classes):
+    df = crowd(seed, n_classes=n_classes)
+    theirs = crowdkit_fit("OneCoinDawidSkene", df)
+    ours = cl.OneCoinDawidSkene().fit(df)
+    assert len(ours.loss_history_) == len(theirs.loss_history_)
+    pd.testing.assert_frame_equal(
+        ours.probas_.sort_index(), theirs.probas_.sort_index(), check_like=True, atol=1e-8
+    )
+    pd.testing.assert_series_equal(
+        ours.skills_.sort_index(), theirs.skills_.sort_index(), atol=1e-8
+    )
+    pd.testing.assert_frame_equal(
+        ours.errors_.sort_index(), theirs.errors_.sort_index(), check_like=True, atol=1e-8
+    )

@@ -199,60 +199,85 @@ _STRATEGIES = {None: "assign", "assign": "assign", "addition": "add"}
 _EPS = 1e-10
 
 
-def _crowdkit_ds_engine() -> type:
-    """crowdlearn's Dawid-Skene steps under crowd-kit's loop (built on first use).
+class _CrowdKitLoop:
+    """crowd-kit's EM loop over a crowdlearn engine's steps (a mixin).
 
     crowd-kit runs E-step, M-step, then its stopping rule on the evidence lower bound
     per annotation, ``ELBO(posteriors, parameters of their M-step)``, stopping when it
     rises by less than ``tol``; its fitted parameters are the last M-step's. The
-    engine's own loop (M-step, E-step, log-likelihood) takes the same steps but stops
-    elsewhere, so this subclass keeps the engine's steps and replaces the loop. The
-    bound is computed from the M-step's expected counts (workers x K x K) and the
-    posteriors (tasks x K): nothing per annotation.
+    engines' own loop (M-step, E-step, log-likelihood) takes the same steps but stops
+    elsewhere, so the subclasses keep the engine's steps and replace the loop. Each
+    bound is computed from the M-step's statistics and the posteriors: nothing per
+    annotation.
     """
-    global _ENGINE
-    if _ENGINE is not None:
-        return _ENGINE
-    from crowdlearn.aggregation import DawidSkene as Native
 
-    class CrowdKitLoopDawidSkene(Native):
-        def _fit(self, data: CrowdData, **fit_params: Any) -> None:
-            if self.max_iter < 0:
-                raise ValueError(f"max_iter must be at least 0, got {self.max_iter}")
-            self._initialize(data, **fit_params)
-            self._m_step(data)
-            history: list[float] = []
-            previous = -np.inf
-            self.converged_ = False
-            for _ in range(int(self.max_iter)):
-                self._e_step(data)
-                self._m_step(data)
-                bound = self._bound(data)
-                history.append(bound)
-                if bound - previous < self.tol:
-                    self.converged_ = True
-                    break
-                previous = bound
-            self.n_iter_ = len(history)
-            self.history_ = pd.DataFrame(
-                {"iteration": np.arange(1, len(history) + 1), "objective": history}
-            )
+    max_iter: int
+    tol: float
+    probas_: np.ndarray
 
-        def _bound(self, data: CrowdData) -> float:
+    def _fit(self, data: CrowdData, **fit_params: Any) -> None:
+        if self.max_iter < 0:
+            raise ValueError(f"max_iter must be at least 0, got {self.max_iter}")
+        self._initialize(data, **fit_params)  # type: ignore[attr-defined]
+        self._m_step(data)  # type: ignore[attr-defined]
+        history: list[float] = []
+        previous = -np.inf
+        self.converged_ = False
+        for _ in range(int(self.max_iter)):
+            self._e_step(data)  # type: ignore[attr-defined]
+            self._m_step(data)  # type: ignore[attr-defined]
+            bound = (self._joint(data) + _entropy(self.probas_)) / data.n_annotations
+            history.append(bound)
+            if bound - previous < self.tol:
+                self.converged_ = True
+                break
+            previous = bound
+        self.n_iter_ = len(history)
+        self.history_ = pd.DataFrame(
+            {"iteration": np.arange(1, len(history) + 1), "objective": history}
+        )
+
+    def _joint(self, data: CrowdData) -> float:
+        raise NotImplementedError
+
+
+def _entropy(probas: np.ndarray) -> float:
+    return -float(np.sum(probas * np.log(np.maximum(probas, _EPS))))
+
+
+def _crowdkit_engines() -> tuple[type, type]:
+    """Dawid-Skene and one-coin Dawid-Skene under crowd-kit's loop (built on first use)."""
+    global _ENGINES
+    if _ENGINES is not None:
+        return _ENGINES
+    from crowdlearn.aggregation import DawidSkene as NativeDS
+    from crowdlearn.aggregation import OneCoinDawidSkene as NativeOneCoin
+
+    class CrowdKitLoopDawidSkene(_CrowdKitLoop, NativeDS):
+        def _joint(self, data: CrowdData) -> float:
             k = data.n_classes
             counts = self._statistics[0].reshape(data.n_workers, k, k)  # [j, l, k]
             log_conf = np.log(np.maximum(self.confusions_, _EPS)).transpose(0, 2, 1)
             joint = float(np.sum(counts * log_conf))
-            joint += float(np.log(np.maximum(self.priors_, _EPS)) @ counts.sum(axis=(0, 1)))
-            probas = self.probas_
-            entropy = -float(np.sum(probas * np.log(np.maximum(probas, _EPS))))
-            return (joint + entropy) / data.n_annotations
+            return joint + float(np.log(np.maximum(self.priors_, _EPS)) @ counts.sum(axis=(0, 1)))
 
-    _ENGINE = CrowdKitLoopDawidSkene
-    return _ENGINE
+    class CrowdKitLoopOneCoin(_CrowdKitLoop, NativeOneCoin):
+        def _joint(self, data: CrowdData) -> float:
+            # per worker: A right-label mass (the skill's numerator) of N labels
+            right, totals = self._statistics[0], self._statistics[1]
+            k = data.n_classes
+            skill = np.clip(self.skills_, _EPS, 1 - _EPS)
+            wrong = np.clip((1 - self.skills_) / max(k - 1, 1), _EPS, 1 - _EPS)
+            joint = float(right @ np.log(skill) + (totals - right) @ np.log(wrong))
+            labels_per_task = np.bincount(data.task, minlength=data.n_tasks)
+            mass = labels_per_task @ self.probas_  # posterior mass per class, by annotation
+            return joint + float(np.log(np.maximum(self.priors_, _EPS)) @ mass)
+
+    _ENGINES = (CrowdKitLoopDawidSkene, CrowdKitLoopOneCoin)
+    return _ENGINES
 
 
-_ENGINE: type | None = None
+_ENGINES: tuple[type, type] | None = None
 
 
 class DawidSkene(_Classification):
@@ -283,7 +308,7 @@ class DawidSkene(_Classification):
         self.loss_history_: list[float] = []
 
     def _native(self) -> Any:
-        Native = _crowdkit_ds_engine()
+        Native = _crowdkit_engines()[0]
 
         if self.initial_error_strategy not in _STRATEGIES:
             raise ValueError(
@@ -385,7 +410,7 @@ class OneCoinDawidSkene(DawidSkene):
 
     def fit(self, data: pd.DataFrame) -> OneCoinDawidSkene:  # type: ignore[override]
         """Fit by EM."""
-        from crowdlearn.aggregation import OneCoinDawidSkene as Native
+        Native = _crowdkit_engines()[1]
 
         coded = _code(data)
         model = Native(max_iter=self.n_iter, tol=self.tol, tie_break="lowest", progress=False)
