@@ -2,7 +2,7 @@
 
 Every class here takes crowd-kit's parameter names and defaults, fits on crowd-kit's
 DataFrame layout (``task``, ``worker``, ``label`` columns; comparisons ``worker``,
-``left``, ``right``, ``label``) and sets crowd-kit's fitted attributes in crowd-kit's
+``left``, ``right``, ``label``; ``segmentation`` masks; ``text``) and sets crowd-kit's fitted attributes in crowd-kit's
 layouts (``labels_`` a Series named ``agg_label`` indexed by ``task``, ``probas_`` a
 DataFrame with one column per label, ``skills_`` a Series named ``skill`` indexed by
 ``worker``, ``errors_`` indexed by (``worker``, observed ``label``) with one column per
@@ -11,8 +11,10 @@ true label, ``priors_`` named ``prior``, ``scores_`` named ``agg_score``...).
 The work is done by crowdlearn's estimators (:mod:`crowdlearn.aggregation`): the frame
 is coded once with :func:`pandas.factorize` (sorted ids, as crowd-kit's group-bys
 order them), the estimator fits the coded :class:`~crowdlearn.CrowdData`, and its
-arrays are wrapped in pandas objects keyed by the user's ids. Nothing loops over rows
-in Python, so the layer's own cost is a small share of the fit.
+arrays are wrapped in pandas objects keyed by the user's ids. Nothing loops over the
+annotations in Python (except ROVER, which calls the user's tokenizer once per text),
+so for the iterative methods the layer's own cost is a small share of the fit
+(``benchmarks/compat/crowdkit_speed.py``).
 
 Where crowd-kit's defaults differ from crowdlearn's, these classes use crowd-kit's
 behaviour (e.g. :class:`DawidSkene` is the unsmoothed maximum-likelihood EM, with ties
