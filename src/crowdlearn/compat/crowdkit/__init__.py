@@ -6,7 +6,8 @@ DataFrame layout (``task``, ``worker``, ``label`` columns; comparisons ``worker`
 fitted attributes in crowd-kit's layouts (``labels_`` a Series named ``agg_label``
 indexed by ``task``, ``probas_`` a DataFrame with one column per label, ``skills_`` a
 Series named ``skill`` indexed by ``worker``, ``errors_`` indexed by (``worker``,
-observed ``label``) with one column per true label, ``priors_`` named ``prior``, ``scores_`` named ``agg_score``...).
+observed ``label``) with one column per true label, ``priors_`` named ``prior``,
+``scores_`` named ``agg_score``...).
 
 The work is done by crowdlearn's estimators (:mod:`crowdlearn.aggregation`): the frame
 is coded once with :func:`pandas.factorize` (sorted ids, as crowd-kit's group-bys
