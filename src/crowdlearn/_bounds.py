@@ -84,7 +84,8 @@ PARAMS: dict[str, Bounds] = {
     "valid_share": Bounds(0, 1, low_open=True, high_open=True),
     "crowd_folds": POSITIVE_INT,
     "random_state": SEED,
-    "max_iter": POSITIVE_INT,
+    # max_iter=0: the initialisation alone (crowd-kit's n_iter=0)
+    "max_iter": Bounds(0, integer=True),
     "tol": Bounds(0),
 }
 

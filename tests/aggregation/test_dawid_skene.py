@@ -130,25 +130,50 @@ def test_initial_confusions_assign_and_add():
         DawidSkene().fit(data, initial_confusions=np.ones((3, 2, 2)))
 
 
-@pytest.mark.parametrize("strategy", ["assign", "add"])
+EMPTY_ROWS = [
+    (np.zeros((2, 2, 2)), "worker 'a'.*true class 0"),  # all zero
+    (np.array([[[0.9, 0.1], [0.0, 0.0]], [[0.6, 0.4], [0.4, 0.6]]]), "worker 'a'.*class 1"),
+    (np.array([[[0.9, 0.1], [0.1, 0.9]], [[0.0, 0.0], [0.4, 0.6]]]), "worker 'b'.*class 0"),
+]
+
+
 @pytest.mark.parametrize(
-    "matrices, message",
-    [
-        (np.zeros((2, 2, 2)), "worker 'a'.*true class 0"),  # all zero
-        (np.array([[[0.9, 0.1], [0.0, 0.0]], [[0.6, 0.4], [0.4, 0.6]]]), "worker 'a'.*class 1"),
-        (np.array([[[0.9, 0.1], [0.1, 0.9]], [[0.0, 0.0], [0.4, 0.6]]]), "worker 'b'.*class 0"),
-        (np.full((2, 2, 2), np.nan), "finite"),
-        (-np.ones((2, 2, 2)), "non-negative"),
-        (np.ones((2, 2)), "shape"),
+    "strategy, matrices, message",
+    [("assign", m, msg) for m, msg in EMPTY_ROWS]
+    + [
+        (strategy, m, msg)
+        for strategy in ("assign", "add")
+        for m, msg in [
+            (np.full((2, 2, 2), np.nan), "finite"),
+            (-np.ones((2, 2, 2)), "non-negative"),
+            (np.ones((2, 2)), "shape"),
+        ]
     ],
 )
 def test_initial_confusions_without_a_row_are_refused(strategy, matrices, message):
     """Issue 43 item 4: all-zero or partial initial confusions (a true class whose row
-    holds no count) used to be normalised to a floor and label every task alike."""
+    holds no count) used to be normalised to a floor and label every task alike.
+    Assigned, such a row is refused; added (below), it adds nothing."""
     model = DawidSkene(initial_confusion_strategy=strategy)
     with pytest.raises(CrowdDataError, match=message):
         model.fit(tiny(), initial_confusions=matrices)
     assert not hasattr(model, "probas_")
+
+
+def test_added_rows_of_zeros_add_nothing():
+    """Issue 44: crowd-kit's "addition" takes all-zero or partial initial errors (a
+    missing row is no prior count); added, a zero row leaves the estimated counts as
+    they are, so the fit equals the fit without initial confusions."""
+    zeros = np.zeros((2, 2, 2))
+    plain = DawidSkene(**NO_PRIOR).fit(tiny())
+    added = DawidSkene(initial_confusion_strategy="add", **NO_PRIOR).fit(
+        tiny(), initial_confusions=zeros
+    )
+    np.testing.assert_allclose(added.probas_, plain.probas_)
+    partial = np.array([[[5.0, 1.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 0.0]]])
+    DawidSkene(initial_confusion_strategy="add", **NO_PRIOR).fit(
+        tiny(), initial_confusions=partial
+    )
 
 
 def test_hard_em_gives_one_hot_posteriors():
@@ -178,7 +203,7 @@ def test_bad_options_are_refused():
     with pytest.raises(ValueError, match="initial_confusion_strategy"):
         DawidSkene(initial_confusion_strategy="replace").fit(data)
     with pytest.raises(ValueError, match="max_iter"):
-        DawidSkene(max_iter=0).fit(data)
+        DawidSkene(max_iter=-1).fit(data)
     with pytest.raises(CrowdDataError, match="anonymous"):
         DawidSkene().fit(data.anonymous())
 

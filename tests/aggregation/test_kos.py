@@ -142,6 +142,6 @@ def test_only_binary_data_is_accepted(classes):
         KOS().fit(data)
 
 
-def test_max_iter_must_be_positive():
+def test_max_iter_must_be_non_negative():
     with pytest.raises(ValueError, match="max_iter"):
-        KOS(max_iter=0).fit(small())
+        KOS(max_iter=-1).fit(small())

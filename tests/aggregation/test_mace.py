@@ -172,7 +172,7 @@ def test_given_initial_parameters_run_once():
     [
         ({"method": "gibbs"}, "method"),
         ({"n_restarts": 0}, "n_restarts"),
-        ({"max_iter": 0}, "max_iter"),
+        ({"max_iter": -1}, "max_iter"),
         ({"tol": -1.0}, "tol"),
         ({"smoothing": -0.1}, "smoothing"),
         ({"alpha": 0.0}, "alpha"),

@@ -181,7 +181,7 @@ def test_too_many_workers_are_refused(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    ("params", "message"), [({"max_iter": 0}, "max_iter"), ({"tol": -1.0}, "tol")]
+    ("params", "message"), [({"max_iter": -1}, "max_iter"), ({"tol": -1.0}, "tol")]
 )
 def test_bad_parameters_are_refused(params, message):
     data = CrowdData.from_arrays(["t", "t"], ["a", "b"], list("xy"))

@@ -243,7 +243,7 @@ def test_iwmv_rejects_bad_parameters():
     with pytest.raises(ValueError, match="weighting"):
         IWMV(weighting="log_odds").fit(data)
     with pytest.raises(ValueError, match="max_iter"):
-        IWMV(max_iter=0).fit(data)
+        IWMV(max_iter=-1).fit(data)
 
 
 # ---------------------------------------------------------------------- TwoThird
@@ -310,7 +310,7 @@ def test_plantnet_thresholds_are_strict():
 
 
 def test_plantnet_rejects_bad_parameters():
-    for params in ({"alpha": np.nan}, {"taxa_votes_weight": -1.0}, {"max_iter": 0}):
+    for params in ({"alpha": np.nan}, {"taxa_votes_weight": -1.0}, {"max_iter": -1}):
         with pytest.raises(ValueError):
             PlantNet(**params).fit(small_crowd())
 

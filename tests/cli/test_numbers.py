@@ -76,5 +76,5 @@ def test_the_api_refuses_what_the_bounds_refuse(name, value):
 
 
 def test_a_string_where_a_number_belongs_is_a_type_error():
-    with pytest.raises(TypeError, match="max_iter must be an integer >= 1, got '10' \\(str\\)"):
+    with pytest.raises(TypeError, match="max_iter must be an integer >= 0, got '10' \\(str\\)"):
         check_params("DawidSkene", {"max_iter": "10"})

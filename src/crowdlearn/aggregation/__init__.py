@@ -23,6 +23,7 @@ from crowdlearn.aggregation._state import load_state, save_state
 from crowdlearn.aggregation.dawid_skene import DawidSkene
 from crowdlearn.aggregation.dswc import DSWC
 from crowdlearn.aggregation.glad import GLAD
+from crowdlearn.aggregation.gold_majority_vote import GoldMajorityVote
 from crowdlearn.aggregation.iwmv import IWMV
 from crowdlearn.aggregation.kos import KOS
 from crowdlearn.aggregation.mace import MACE
@@ -67,6 +68,7 @@ __all__ = [
     "STRATEGIES",
     "BaseAggregator",
     "DawidSkene",
+    "GoldMajorityVote",
     "IterativeAggregator",
     "MajorityVote",
     "NaiveSoft",

@@ -215,10 +215,14 @@ class IterativeAggregator(BaseAggregator):
         raise NotImplementedError
 
     def _fit(self, data: CrowdData, **fit_params: Any) -> None:
-        if self.max_iter < 1:
-            raise ValueError(f"max_iter must be at least 1, got {self.max_iter}")
+        if self.max_iter < 0:
+            raise ValueError(f"max_iter must be at least 0, got {self.max_iter}")
         start = time.perf_counter()
         self._initialize(data, **fit_params)
+        if self.max_iter == 0:
+            # The initialisation alone: its posteriors, and the parameters they give
+            # (one M-step), so that every fitted attribute exists.
+            self._m_step(data)
         rows = []
         previous = -np.inf
         self.converged_ = False

@@ -282,7 +282,9 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
             )
         self._prepare(data)
         self._gold = gold_codes(data, gold)
-        self._initial = _initial_confusions(initial_confusions, data)
+        self._initial = _initial_confusions(
+            initial_confusions, data, self.initial_confusion_strategy == "assign"
+        )
         blocks = self._blocks if self._designs is None else [b for b, _ in self._designs]
         hard = self.init == "majority_vote"
         probas = block_posteriors(blocks, data.n_tasks, data.n_classes, self._dtype, hard)
@@ -470,7 +472,7 @@ def _log_likelihood(log_norm: np.ndarray, gold_joint: float, gold: np.ndarray | 
     return float(log_norm[gold < 0].sum()) + gold_joint
 
 
-def _initial_confusions(matrices: Any, data: CrowdData) -> np.ndarray | None:
+def _initial_confusions(matrices: Any, data: CrowdData, assign: bool = True) -> np.ndarray | None:
     if matrices is None:
         return None
     array = np.asarray(matrices, dtype=np.float64)
@@ -484,9 +486,11 @@ def _initial_confusions(matrices: Any, data: CrowdData) -> np.ndarray | None:
         raise CrowdDataError("initial_confusions must be finite and non-negative")
     # A row without a count (all zero) is no belief about that true class: normalised,
     # it becomes the floor's uniform row, or (added) leaves a row of nothing; with
-    # every row of a worker empty, EM labels every task alike. Refused.
+    # every row of a worker empty, EM labels every task alike. Refused when the
+    # matrices are assigned; added to the estimated counts, a row of zeros adds nothing
+    # (crowd-kit's "addition" with a partial or all-zero table).
     empty = np.argwhere(array.sum(axis=2) <= 0)
-    if len(empty):
+    if len(empty) and assign:
         worker, true_class = (int(v) for v in empty[0])
         raise CrowdDataError(
             f"initial_confusions: worker {_plain(data.worker_ids[worker])!r} has no count for "

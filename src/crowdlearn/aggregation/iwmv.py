@@ -89,12 +89,17 @@ class IWMV(BaseAggregator):
         self.random_state = random_state
 
     def _fit(self, data: CrowdData) -> None:
-        if self.max_iter < 1:
-            raise ValueError(f"max_iter must be at least 1, got {self.max_iter}")
+        if self.max_iter < 0:
+            raise ValueError(f"max_iter must be at least 0, got {self.max_iter}")
         if self.weighting not in ("accuracy", "li_yu"):
             raise ValueError(f"weighting must be 'accuracy' or 'li_yu', got {self.weighting!r}")
-        labels = self._vote(weighted_scores(data, np.ones(data.n_workers)))
+        scores = weighted_scores(data, np.ones(data.n_workers))
+        labels = self._vote(scores)
         self.converged_ = False
+        # max_iter=0: the plain vote, every worker weighted 1
+        self.skills_ = worker_accuracy(data, labels)
+        self.weights_ = np.ones(data.n_workers)
+        self.n_iter_ = 0
         for iteration in range(1, self.max_iter + 1):
             self.skills_ = worker_accuracy(data, labels)
             self.weights_ = self._weights(self.skills_, data.n_classes)

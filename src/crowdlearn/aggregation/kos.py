@@ -83,8 +83,8 @@ class KOS(BaseAggregator):
         self.random_state = random_state
 
     def _fit(self, data: CrowdData) -> None:
-        if int(self.max_iter) != self.max_iter or self.max_iter < 1:
-            raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
+        if int(self.max_iter) != self.max_iter or self.max_iter < 0:
+            raise ValueError(f"max_iter must be a non-negative integer, got {self.max_iter!r}")
         if data.n_classes != 2:
             raise CrowdDataError(
                 f"KOS handles binary labels only, but the data have {data.n_classes} "
@@ -95,6 +95,7 @@ class KOS(BaseAggregator):
         answer = 1.0 - 2.0 * data.label  # A_ij: +1 for class code 0, -1 for class code 1
         to_task = np.random.default_rng(self.random_state).normal(1.0, 1.0, data.n_annotations)
         scores = np.zeros(data.n_tasks)
+        to_worker = np.zeros(data.n_annotations)  # max_iter=0: no message passed yet
         rows = []
         for iteration in range(1, int(self.max_iter) + 1):
             to_worker = _max_normalised(_sum_of_others(data.task, answer * to_task, data.n_tasks))

@@ -195,7 +195,8 @@ class MACE(IterativeAggregator):
         objectives = []
         for switch, thetas in self._starts(data, initial_spamming, initial_thetas):
             super()._fit(data, switch=switch, thetas=thetas)
-            objectives.append(float(self.history_["objective"].iloc[-1]))
+            history = self.history_["objective"]  # empty with max_iter=0
+            objectives.append(float(history.iloc[-1]) if len(history) else -np.inf)
             if not best or objectives[-1] > max(objectives[:-1]):
                 best = {name: getattr(self, name) for name in _RESTART_STATE}
         for name, value in best.items():

@@ -135,8 +135,8 @@ class MMSR(BaseAggregator):
         self.tie_break = tie_break
 
     def _fit(self, data: CrowdData) -> None:
-        if int(self.max_iter) != self.max_iter or self.max_iter < 1:
-            raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
+        if int(self.max_iter) != self.max_iter or self.max_iter < 0:
+            raise ValueError(f"max_iter must be a non-negative integer, got {self.max_iter!r}")
         if not self.tol >= 0:
             raise ValueError(f"tol must be non-negative, got {self.tol}")
         if data.n_workers > MAX_WORKERS:
@@ -166,6 +166,10 @@ class MMSR(BaseAggregator):
         )
         self.probas_, _ = normalise_log(votes.reshape(data.n_tasks, data.n_classes))
 
+    def _initial_vector(self, n_workers: int) -> np.ndarray:
+        """The random start of the rank-one iteration, in (0, 1]."""
+        return 1.0 - np.random.default_rng(self.random_state).random(n_workers)
+
     def _m_msr(self, covariance: sp.csr_matrix, eps: float) -> np.ndarray:
         """``|s|`` from the trimmed-mean iteration on ``|C|``; ``eps`` for workers
         without partners. Sets ``history_``, ``n_iter_`` and ``converged_``."""
@@ -176,7 +180,7 @@ class MMSR(BaseAggregator):
         trim = max(int(partners[paired].min()) // 2 - 1, 0) if paired.any() else 0
         row = np.repeat(np.arange(n_workers), partners)
         column, size = covariance.indices, np.abs(covariance.data)
-        u = 1.0 - np.random.default_rng(self.random_state).random(n_workers)  # in (0, 1]
+        u = self._initial_vector(n_workers)
         v = u.copy()
         rows = []
         self.converged_ = not paired.any()  # nothing to estimate without pairs

@@ -123,6 +123,13 @@ class PlantNet(BaseAggregator):
         self._check_params()
         identified = np.zeros(data.n_workers)
         self.converged_ = False
+        # max_iter=0: the vote with the initial weights (no class identified yet)
+        self.weights_ = self._weights(identified)
+        scores = weighted_scores(data, self.weights_)
+        self.valid_ = self._validated(
+            scores, break_ties(scores, self.tie_break, self.random_state)
+        )
+        self.n_iter_ = 0
         for iteration in range(1, self.max_iter + 1):
             self.weights_ = self._weights(identified)
             scores = weighted_scores(data, self.weights_)
@@ -155,8 +162,8 @@ class PlantNet(BaseAggregator):
         return np.round(self.taxa_votes_weight * distinct)
 
     def _check_params(self) -> None:
-        if self.max_iter < 1:
-            raise ValueError(f"max_iter must be at least 1, got {self.max_iter}")
+        if self.max_iter < 0:
+            raise ValueError(f"max_iter must be at least 0, got {self.max_iter}")
         for name in ("alpha", "beta", "theta_conf", "theta_acc", "taxa_votes_weight", "tol"):
             value = getattr(self, name)
             if not np.isfinite(value):

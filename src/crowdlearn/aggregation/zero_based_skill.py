@@ -122,8 +122,8 @@ class ZeroBasedSkill(BaseAggregator):
         )
 
     def _check_params(self) -> None:
-        if self.max_iter < 1:
-            raise ValueError(f"max_iter must be at least 1, got {self.max_iter}")
+        if self.max_iter < 0:
+            raise ValueError(f"max_iter must be at least 0, got {self.max_iter}")
         if self.lr_steps_to_reduce < 1:
             raise ValueError(
                 f"lr_steps_to_reduce must be at least 1, got {self.lr_steps_to_reduce}"

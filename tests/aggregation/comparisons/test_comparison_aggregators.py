@@ -303,7 +303,7 @@ def test_wrong_data_type_is_a_type_error_naming_comparisons(name):
         ("bt[prior=0]", ValueError),
         ("bt[tol=-1]", ValueError),
         ("thurstone[l2=nan]", ValueError),
-        ("crowd-bt[max_iter=0]", ValueError),
+        ("crowd-bt[max_iter=-1]", ValueError),
         ("noisy-bt[worker_l2=-1]", ValueError),
     ],
 )

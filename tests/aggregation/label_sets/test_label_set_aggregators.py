@@ -271,7 +271,7 @@ def test_wrong_type_and_bad_parameters():
             make_aggregator(spec).fit(crowd)
     data = simulate_label_sets(n_tasks=20, n_workers=5, random_state=0)
     with pytest.raises(ValueError, match="max_iter"):
-        MultiLabelMixture(max_iter=0).fit(data)
+        MultiLabelMixture(max_iter=-1).fit(data)
     with pytest.raises(ValueError, match="n_clusters"):
         MultiLabelMixture(n_clusters=0).fit(data)
     with pytest.raises(CrowdDataError, match="unknown strategy"):

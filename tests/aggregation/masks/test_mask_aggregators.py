@@ -191,7 +191,7 @@ def test_folder_streaming_equals_memory(tmp_path) -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", [{"threshold": 0.0}, {"max_iter": 0}, {"tol": -1.0}, {"prior": 1.5}]
+    "bad", [{"threshold": 0.0}, {"max_iter": -1}, {"tol": -1.0}, {"prior": 1.5}]
 )
 def test_bad_parameters_are_refused(bad: dict) -> None:
     data = simulate_masks(n_tasks=2, n_workers=3, per_task=2, random_state=0)

@@ -76,7 +76,7 @@ def test_registry_and_contract():
     with pytest.raises(ValueError, match="alpha"):
         CATD(alpha=1.5).fit(data)
     with pytest.raises(ValueError, match="max_iter"):
-        LFCN(max_iter=0).fit(data)
+        LFCN(max_iter=-1).fit(data)
     with pytest.raises(CrowdDataError, match="ordinal"):
         OrdinalDawidSkene().fit(data)
 

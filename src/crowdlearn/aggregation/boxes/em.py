@@ -72,8 +72,8 @@ class BoxEM(BaseBoxAggregator):
 
     param_bounds: ClassVar[dict[str, Bounds]] = {
         **BaseBoxAggregator.param_bounds,
-        "max_iter": Bounds(1, integer=True),
-        "tol": Bounds(0, low_open=True),
+        "max_iter": Bounds(0, integer=True),  # 0: the initialisation alone
+        "tol": Bounds(0),  # 0: run max_iter iterations
         "prior_strength": Bounds(0, low_open=True),
     }
 
@@ -103,6 +103,7 @@ class BoxEM(BaseBoxAggregator):
         self.n_iter_ = 0
         fused = fuse(groups, weight)
         label = vote(groups, class_weight, data.n_classes)
+        false = np.full(n, np.nan)  # max_iter=0: the initial boxes, no rate estimated
         for it in range(int(self.max_iter)):
             # M-step
             seen_q = np.bincount(groups.seen_worker, weights=q[groups.seen_group], minlength=n)

@@ -36,6 +36,7 @@ from crowdlearn.aggregation.masks.em import SegmentationEM
 from crowdlearn.aggregation.masks.majority_vote import MaskMajorityVote
 from crowdlearn.aggregation.masks.rasa import SegmentationRASA
 from crowdlearn.aggregation.masks.staple import STAPLE, pixel_posterior
+from crowdlearn.aggregation.masks.weighted_vote import WeightedMaskVote
 
 _REGISTRY = Registry("mask strategy")
 #: Every registered mask strategy, by name.
@@ -69,6 +70,7 @@ __all__ = [
     "MaskMajorityVote",
     "SegmentationEM",
     "SegmentationRASA",
+    "WeightedMaskVote",
     "make_aggregator",
     "mean_iou",
     "pixel_posterior",

@@ -30,7 +30,7 @@ import numpy as np
 from scipy.special import expit, xlogy
 
 from crowdlearn._bounds import Bounds
-from crowdlearn.aggregation.masks._base import POSITIVE, POSITIVE_INT, BaseMaskAggregator
+from crowdlearn.aggregation.masks._base import POSITIVE, BaseMaskAggregator
 from crowdlearn.data.masks import Masks
 
 
@@ -101,8 +101,8 @@ class SegmentationEM(BaseMaskAggregator):
     """
 
     param_bounds: ClassVar[dict[str, Bounds]] = {
-        "max_iter": POSITIVE_INT,
-        "tol": POSITIVE,
+        "max_iter": Bounds(0, integer=True),  # 0: the initialisation alone
+        "tol": Bounds(0),  # 0: run max_iter iterations
         "eps": POSITIVE,
     }
 

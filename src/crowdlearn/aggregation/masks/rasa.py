@@ -23,7 +23,7 @@ from typing import ClassVar
 import numpy as np
 
 from crowdlearn._bounds import Bounds
-from crowdlearn.aggregation.masks._base import POSITIVE, POSITIVE_INT, BaseMaskAggregator
+from crowdlearn.aggregation.masks._base import POSITIVE, BaseMaskAggregator
 from crowdlearn.data.masks import Masks
 
 
@@ -67,8 +67,8 @@ class SegmentationRASA(BaseMaskAggregator):
     """
 
     param_bounds: ClassVar[dict[str, Bounds]] = {
-        "max_iter": POSITIVE_INT,
-        "tol": POSITIVE,
+        "max_iter": Bounds(0, integer=True),  # 0: the initialisation alone
+        "tol": Bounds(0),  # 0: run max_iter iterations
         "eps": POSITIVE,
     }
 
@@ -84,7 +84,7 @@ class SegmentationRASA(BaseMaskAggregator):
         flat = masks.reshape(len(masks), -1)
         weights = np.full(len(flat), 1.0 / len(flat))
         previous = None
-        estimate = np.zeros(flat.shape[1], dtype=bool)
+        estimate = weights @ flat >= 0.5  # max_iter=0: the equal-weight vote
         for _ in range(self.max_iter):
             vote = weights @ flat
             estimate = vote >= 0.5

@@ -33,8 +33,6 @@ from scipy.special import expit
 
 from crowdlearn._bounds import Bounds
 from crowdlearn.aggregation.masks._base import (
-    POSITIVE,
-    POSITIVE_INT,
     PROBABILITY,
     BaseMaskAggregator,
 )
@@ -159,8 +157,8 @@ class STAPLE(BaseMaskAggregator):
     worker_attributes: ClassVar[tuple[str, ...]] = ("sensitivity_", "specificity_")
     param_bounds: ClassVar[dict[str, Bounds]] = {
         "threshold": PROBABILITY,
-        "max_iter": POSITIVE_INT,
-        "tol": POSITIVE,
+        "max_iter": Bounds(0, integer=True),  # 0: the initialisation alone
+        "tol": Bounds(0),  # 0: run max_iter iterations
     }
 
     def __init__(
