@@ -2,7 +2,7 @@
 
 Every class here takes crowd-kit's parameter names and defaults, fits on crowd-kit's
 DataFrame layout (``task``, ``worker``, ``label`` columns; comparisons ``worker``,
-``left``, ``right``, ``label``; ``segmentation`` masks; ``text``) and sets crowd-kit's
+``left``, ``right``, ``label``; ``segmentation`` masks; ``text``; ``output`` and ``embedding`` vectors) and sets crowd-kit's
 fitted attributes in crowd-kit's layouts (``labels_`` a Series named ``agg_label``
 indexed by ``task``, ``probas_`` a DataFrame with one column per label, ``skills_`` a
 Series named ``skill`` indexed by ``worker``, ``errors_`` indexed by (``worker``,
@@ -46,6 +46,13 @@ from crowdlearn.compat.crowdkit._classification import (
     Wawa,
     ZeroBasedSkill,
 )
+from crowdlearn.compat.crowdkit._embeddings import (
+    HRRASA,
+    RASA,
+    ClosestToAverage,
+    TextHRRASA,
+    TextRASA,
+)
 from crowdlearn.compat.crowdkit._pairwise import BradleyTerry, NoisyBradleyTerry
 from crowdlearn.compat.crowdkit._segmentation import (
     SegmentationEM,
@@ -56,12 +63,15 @@ from crowdlearn.compat.crowdkit._texts import ROVER
 
 __all__ = [
     "GLAD",
+    "HRRASA",
     "KOS",
     "MACE",
     "MMSR",
+    "RASA",
     "ROVER",
     "BinaryRelevance",
     "BradleyTerry",
+    "ClosestToAverage",
     "DawidSkene",
     "GoldMajorityVote",
     "MajorityVote",
@@ -70,6 +80,8 @@ __all__ = [
     "SegmentationEM",
     "SegmentationMajorityVote",
     "SegmentationRASA",
+    "TextHRRASA",
+    "TextRASA",
     "Wawa",
     "ZeroBasedSkill",
 ]
