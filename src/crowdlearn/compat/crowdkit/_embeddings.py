@@ -474,3 +474,9 @@ class TextHRRASA(_TextWrapper):
         self._inner = HRRASA(
             n_iter, tol, lambda_emb, lambda_out, alpha, calculate_ranks, output_similarity
         )
+
+    def fit(self, data: pd.DataFrame) -> TextHRRASA:  # type: ignore[override]
+        """Encode and fit :class:`HRRASA` (crowd-kit's signature: no true texts; crowd-kit
+        1.4.2's own ``TextHRRASA.fit`` raises NotImplementedError)."""
+        self._inner.fit(self._encode_data(data))
+        return self
