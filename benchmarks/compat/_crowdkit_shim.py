@@ -16,6 +16,7 @@ from crowdlearn.compat import crowdkit as compat
 
 _SUBMODULES = (
     "crowdkit.aggregation.classification",
+    "crowdkit.aggregation.embeddings",
     "crowdkit.aggregation.multilabel",
     "crowdkit.aggregation.image_segmentation",
     "crowdkit.aggregation.pairwise",

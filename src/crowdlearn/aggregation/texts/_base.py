@@ -58,8 +58,15 @@ def task_groups(data: Texts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def task_pairs(data: Texts) -> tuple[np.ndarray, np.ndarray]:
     """Every ordered pair ``(a, b)``, ``a != b``, of rows answering the same task."""
-    order, starts, counts = task_groups(data)
-    sorted_task = data.task[order]
+    return code_pairs(data.task, data.n_tasks)
+
+
+def code_pairs(task: np.ndarray, n_tasks: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`task_pairs` on an array of task codes (``0 <= task < n_tasks``)."""
+    order = np.argsort(task, kind="stable")
+    counts = np.bincount(task, minlength=n_tasks)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+    sorted_task = task[order]
     size = counts[sorted_task]
     first = np.repeat(np.arange(len(order)), size)
     offset = np.arange(len(first)) - np.repeat(np.cumsum(size) - size, size)

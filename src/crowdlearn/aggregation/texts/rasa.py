@@ -136,11 +136,20 @@ def local_reliability(
 ) -> np.ndarray:
     """HRRASA's local reliability of each answer within its task (1 when alone)."""
     first, second = task_pairs(data)
-    squared = np.einsum("ij,ij->i", embedding, embedding)
-    diff = embedding[first] - embedding[second]
-    scale = np.maximum(squared[first] * squared[second], _EPS)
-    emb_sim = np.exp(-np.einsum("ij,ij->i", diff, diff) / scale)
-    grams = [_ngrams(t.split()) for t in data.text.tolist()]
+    return pair_local_reliability(
+        first,
+        second,
+        embedding,
+        gleu_of_pairs(data.text.tolist(), first, second),
+        lambda_emb,
+        lambda_out,
+    )
+
+
+def gleu_of_pairs(texts: Sequence[Any], first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Word GLEU of each pair ``(texts[first[k]], texts[second[k]])`` (each unordered
+    pair computed once; texts split on whitespace)."""
+    grams = [_ngrams(str(t).split()) for t in texts]
     cache: dict[tuple[int, int], float] = {}
     seq_sim = np.empty(len(first))
     for k, (a, b) in enumerate(zip(first.tolist(), second.tolist(), strict=True)):
@@ -149,12 +158,81 @@ def local_reliability(
         if value is None:
             value = cache[key] = gleu(grams[a], grams[b])
         seq_sim[k] = value
-    n = data.n_annotations
+    return seq_sim
+
+
+def pair_local_reliability(
+    first: np.ndarray,
+    second: np.ndarray,
+    embedding: np.ndarray,
+    seq_sim: np.ndarray,
+    lambda_emb: float,
+    lambda_out: float,
+) -> np.ndarray:
+    """HRRASA's local reliability from the ordered pairs of answers of a task and their
+    output similarities ``seq_sim``: the mean over the other answers of ``lambda_emb *
+    exp(-||e_a - e_b||^2 / (||e_a||^2 ||e_b||^2)) + lambda_out * seq_sim`` (1 for an
+    answer alone in its task)."""
+    n = len(embedding)
+    squared = np.einsum("ij,ij->i", embedding, embedding)
+    diff = embedding[first] - embedding[second]
+    scale = np.maximum(squared[first] * squared[second], _EPS)
+    emb_sim = np.exp(-np.einsum("ij,ij->i", diff, diff) / scale)
     others = np.bincount(first, minlength=n).astype(np.float64)
     total = np.bincount(first, weights=lambda_emb * emb_sim + lambda_out * seq_sim, minlength=n)
     out = np.ones(n)
     np.divide(total, others, out=out, where=others > 0)
     return np.maximum(out, _EPS)
+
+
+def reliability_iterations(
+    task: np.ndarray,
+    worker: np.ndarray,
+    embedding: np.ndarray,
+    local: np.ndarray,
+    shape: tuple[int, int],
+    alpha: float,
+    max_iter: int,
+    tol: float,
+    fixed: tuple[np.ndarray, np.ndarray] | None = None,
+    strict: bool = False,
+) -> tuple[np.ndarray, np.ndarray, int, list[float]]:
+    """The (HR)RASA iterations on coded arrays (``shape`` = (n_tasks, n_workers)).
+
+    Alternates the weighted centres (weights ``beta_w * local``) and the reliabilities
+    ``beta_w = chi2_{alpha/2}(n_w) / max(sum ||e_a - c_t||^2 / local_a, 1e-5)``. The
+    loss after each iteration but the first is ``||c - c_prev||^2 / ||c||^2``; the loop
+    stops when it is ``<= tol`` (``< tol`` with ``strict``, crowd-kit's rule).
+    ``fixed = (task codes, vectors)`` pins those tasks' centres (known true answers).
+
+    Returns
+    -------
+    centres (n_tasks, d), reliability (n_workers,), iterations run, loss history
+    """
+    n_tasks, n_workers = shape
+    answers = np.bincount(worker, minlength=n_workers)
+    prior = chi2.isf(alpha / 2, np.maximum(answers, 1))
+    reliability = np.ones(n_workers)
+    centres = np.zeros((n_tasks, embedding.shape[1]))
+    losses: list[float] = []
+    n_iter = 0
+    for iteration in range(1, max_iter + 1):
+        previous = centres
+        centres = weighted_centres(task, reliability[worker] * local, embedding, n_tasks)
+        if fixed is not None:
+            centres[fixed[0]] = fixed[1]
+        residual = embedding - centres[task]
+        distance = np.einsum("ij,ij->i", residual, residual) / local
+        spent = np.bincount(worker, weights=distance, minlength=n_workers)
+        reliability = prior / np.maximum(spent, 1e-5)
+        n_iter = iteration
+        if iteration > 1:
+            change = float(np.sum((centres - previous) ** 2))
+            scale = max(float(np.sum(centres**2)), _EPS)
+            losses.append(change / scale)
+            if change < tol * scale or (not strict and change <= tol * scale):
+                break
+    return centres, reliability, n_iter, losses
 
 
 class RASA(BaseTextAggregator):
@@ -223,23 +301,16 @@ class RASA(BaseTextAggregator):
     def _fit(self, data: Texts) -> None:
         embedding = _embed(self, data)
         local = self._local(data, embedding)
-        answers = np.bincount(data.worker, minlength=data.n_workers)
-        prior = chi2.isf(self.alpha / 2, np.maximum(answers, 1))
-        reliability = np.ones(data.n_workers)
-        centres = np.zeros((data.n_tasks, embedding.shape[1]))
-        self.n_iter_ = 0
-        for iteration in range(1, self.max_iter + 1):
-            previous = centres
-            weight = reliability[data.worker] * local
-            centres = weighted_centres(data.task, weight, embedding, data.n_tasks)
-            residual = embedding - centres[data.task]
-            distance = np.einsum("ij,ij->i", residual, residual) / local
-            spent = np.bincount(data.worker, weights=distance, minlength=data.n_workers)
-            reliability = prior / np.maximum(spent, 1e-5)
-            self.n_iter_ = iteration
-            change = float(np.sum((centres - previous) ** 2))
-            if iteration > 1 and change <= self.tol * max(float(np.sum(centres**2)), _EPS):
-                break
+        centres, reliability, self.n_iter_, _ = reliability_iterations(
+            data.task,
+            data.worker,
+            embedding,
+            local,
+            (data.n_tasks, data.n_workers),
+            self.alpha,
+            self.max_iter,
+            self.tol,
+        )
         self.centres_ = centres
         self.reliability_ = reliability
         self.chosen_ = best_per_task(

@@ -2,9 +2,10 @@
 
 Every class here takes crowd-kit's parameter names and defaults, fits on crowd-kit's
 DataFrame layout (``task``, ``worker``, ``label`` columns; comparisons ``worker``,
-``left``, ``right``, ``label``; ``segmentation`` masks; ``text``) and sets crowd-kit's
-fitted attributes in crowd-kit's layouts (``labels_`` a Series named ``agg_label``
-indexed by ``task``, ``probas_`` a DataFrame with one column per label, ``skills_`` a
+``left``, ``right``, ``label``; ``segmentation`` masks; ``text``; ``output`` with an
+``embedding`` vector a row) and sets crowd-kit's fitted attributes in crowd-kit's
+layouts (``labels_`` a Series named ``agg_label`` indexed by ``task``, ``probas_`` a
+DataFrame with one column per label, ``skills_`` a
 Series named ``skill`` indexed by ``worker``, ``errors_`` indexed by (``worker``,
 observed ``label``) with one column per true label, ``priors_`` named ``prior``,
 ``scores_`` named ``agg_score``...).
@@ -13,7 +14,8 @@ The work is done by crowdlearn's estimators (:mod:`crowdlearn.aggregation`): the
 is coded once with :func:`pandas.factorize` (sorted ids, as crowd-kit's group-bys
 order them), the estimator fits the coded :class:`~crowdlearn.CrowdData`, and its
 arrays are wrapped in pandas objects keyed by the user's ids. Nothing loops over the
-annotations in Python (except ROVER, which calls the user's tokenizer once per text),
+annotations in Python (except the user's callables: ROVER's tokenizer once per text,
+ClosestToAverage's distance once per answer, the Text* encoders once per distinct text),
 so for the iterative methods the layer's own cost is a small share of the fit
 (``benchmarks/compat/crowdkit_speed.py``).
 
@@ -46,6 +48,13 @@ from crowdlearn.compat.crowdkit._classification import (
     Wawa,
     ZeroBasedSkill,
 )
+from crowdlearn.compat.crowdkit._embeddings import (
+    HRRASA,
+    RASA,
+    ClosestToAverage,
+    TextHRRASA,
+    TextRASA,
+)
 from crowdlearn.compat.crowdkit._pairwise import BradleyTerry, NoisyBradleyTerry
 from crowdlearn.compat.crowdkit._segmentation import (
     SegmentationEM,
@@ -56,12 +65,15 @@ from crowdlearn.compat.crowdkit._texts import ROVER
 
 __all__ = [
     "GLAD",
+    "HRRASA",
     "KOS",
     "MACE",
     "MMSR",
+    "RASA",
     "ROVER",
     "BinaryRelevance",
     "BradleyTerry",
+    "ClosestToAverage",
     "DawidSkene",
     "GoldMajorityVote",
     "MajorityVote",
@@ -70,6 +82,8 @@ __all__ = [
     "SegmentationEM",
     "SegmentationMajorityVote",
     "SegmentationRASA",
+    "TextHRRASA",
+    "TextRASA",
     "Wawa",
     "ZeroBasedSkill",
 ]
