@@ -352,10 +352,11 @@ class DawidSkene(_IterativeMixin, dawid_skene.DawidSkene):
     :class:`crowdlearn.aggregation.DawidSkene` (posteriors equal to rounding).
 
     ``fit(data, client=None, npartitions=None)`` takes a CrowdData, a pandas or Dask
-    DataFrame of (task, worker, label) (results then keyed by id) or a Parquet path. Each partition is one task block:
-    ``chunk_size`` is not used (the partition size bounds a worker's memory), and
-    ``gold`` / ``initial_confusions`` are not supported. Attributes as in memory
-    (``confusions_``, ``priors_``, ``history_``, ``n_iter_``, ``converged_``), plus
+    DataFrame of (task, worker, label) or a Parquet path. Each partition is one task
+    block: ``chunk_size`` is not used (the partition size bounds a worker's memory),
+    and ``gold`` / ``initial_confusions`` are not supported. Attributes as in memory
+    (``confusions_``, ``priors_``, ``history_``, ``n_iter_``, ``converged_``; after a
+    fit on a pandas or Dask DataFrame, keyed by id as in memory), plus
     ``posteriors_`` (futures), ``task_ids_`` and :meth:`write_parquet`.
     """
 
