@@ -162,3 +162,22 @@ def test_bradley_terry_frame_fit_equals_in_memory(client, pairs, lazy):
     assert model.scores_.index.name == "item" and model.scores_.name == "score"
     _assert_same(BradleyTerry().fit_predict(data, client=client), memory.fit_predict(pairs))
     np.testing.assert_array_equal(model.item_ids_, memory.item_ids_)
+
+
+def test_bradley_terry_steps_on_one_vector_again_and_a_refit(client, pairs):
+    """Scattered with ``hash=True``, equal vectors (or partitions) got one key, and the
+    release of the earlier copy cancelled the later step ("lost dependencies"): a
+    refit on the same data failed now and then, a step on an equal vector nearly
+    always. Each scatter now has a key of its own."""
+    from crowdlearn.data import Comparisons
+    from crowdlearn.distributed import comparisons as engine
+
+    data = Comparisons.from_frame(pairs)
+    parts, item_ids, _ = engine._scatter(data, client, 2)
+    step = engine._DaskMMStep(client, parts, np.ones(len(item_ids)), 1.0)
+    first = step.pair_sums(np.ones(len(item_ids)))
+    for _ in range(20):
+        np.testing.assert_array_equal(step.pair_sums(np.ones(len(item_ids))), first)
+    scores = [BradleyTerry().fit(data, client=client).scores_ for _ in range(3)]
+    for other in scores[1:]:
+        np.testing.assert_array_equal(other, scores[0])

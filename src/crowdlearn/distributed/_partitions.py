@@ -108,9 +108,9 @@ def distribute(
         import dask.dataframe as dd
 
         source = dd.read_parquet(str(source), columns=list(columns))
-    if not hasattr(source, "map_partitions"):
+    if not is_dask_frame(source):
         raise TypeError(
-            "fit expects a CrowdData, a Dask DataFrame or a Parquet path, got "
+            "fit expects a CrowdData, a pandas or Dask DataFrame or a Parquet path, got "
             f"{type(source).__name__}"
         )
     return _from_dask_frame(source, client, npartitions, columns)

@@ -105,7 +105,7 @@ class _DaskMMStep(MMStep):
         self.parts = parts
 
     def _mapped(self, function: Any, vector: np.ndarray) -> Any:
-        shared = self.client.scatter(vector, broadcast=True)
+        shared = self.client.scatter(vector, broadcast=True, hash=False)
         futures = [self.client.submit(function, part, shared, pure=False) for part in self.parts]
         return self.client.submit(_add, *futures, pure=False).result()
 
@@ -200,7 +200,7 @@ def _scatter(
         for a, b in itertools.pairwise(bounds)
         if b > a
     ]
-    return client.scatter(parts), data.item_ids, data.worker_ids
+    return client.scatter(parts, hash=False), data.item_ids, data.worker_ids
 
 
 def _from_dask(source: Any, client: Any, tie: Any) -> tuple[list, np.ndarray, np.ndarray]:
@@ -220,7 +220,7 @@ def _from_dask(source: Any, client: Any, tie: Any) -> tuple[list, np.ndarray, np
     seen, workers = client.compute([items_seen, source["worker"].unique()], sync=True)
     _, item_ids = factorize(np.asarray(seen), "item")
     _, worker_ids = factorize(np.asarray(workers), "worker")
-    items = client.scatter(pd.Index(item_ids), broadcast=True)
+    items = client.scatter(pd.Index(item_ids), broadcast=True, hash=False)
     frames = source.to_delayed()
     futures = client.compute(frames)
     parts = [client.submit(_part_from_frame, f, items, tie, pure=False) for f in futures]
