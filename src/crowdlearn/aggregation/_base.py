@@ -105,15 +105,25 @@ class BaseAggregator(BaseEstimator):
             return
         classes = id_index(self.classes_, "label")
         tasks = id_index(self.task_ids_, "task")
-        workers = id_index(self.worker_ids_, "worker")
         tasks_axis = ("probas_", "vote_counts_", "scores_", *self.task_attributes)
         forms = keyed_forms(self, tasks_axis, tasks, classes)
-        forms["labels_"] = pd.Series(
-            np.asarray(self.classes_)[self.labels_], index=tasks, name="label"
-        )
-        forms.update(keyed_forms(self, self.worker_attributes, workers, classes))
-        forms.update(keyed_forms(self, ("priors_",), classes, classes))
+        forms["labels_"] = self._keyed_labels(self.labels_, tasks)
+        forms.update(self._parameter_forms())
         present(self, forms, True)
+
+    def _keyed_labels(self, codes: np.ndarray, tasks: pd.Index) -> pd.Series:
+        """Class codes as the Series of class ids indexed by ``tasks`` (name ``label``)."""
+        return pd.Series(np.asarray(self.classes_)[codes], index=tasks, name="label")
+
+    def _parameter_forms(self) -> dict[str, Any]:
+        """The pandas forms of the per-worker attributes and ``priors_`` (see
+        :meth:`_present`; the Dask engine presents these at the end of its fit and the
+        per-task results when it collects them)."""
+        classes = id_index(self.classes_, "label")
+        workers = id_index(self.worker_ids_, "worker")
+        forms = keyed_forms(self, self.worker_attributes, workers, classes)
+        forms.update(keyed_forms(self, ("priors_",), classes, classes))
+        return forms
 
     def _derived(self, name: str, value: np.ndarray, axis: str) -> Any:
         """A fitted attribute computed on access (a property) from the arrays:

@@ -1,8 +1,9 @@
 """The aggregation methods on Dask (``dask.distributed``), for crowds beyond one machine.
 
 Same class names and parameters as :mod:`crowdlearn.aggregation`;
-``fit(data, client=None, npartitions=None)`` accepts a CrowdData, a Dask DataFrame of
-(task, worker, label) or a Parquet path, and runs on any ``distributed.Client``
+``fit(data, client=None, npartitions=None)`` accepts a CrowdData, a pandas or Dask
+DataFrame of (task, worker, label) (the results are then pandas objects keyed by id, as
+in memory) or a Parquet path, and runs on any ``distributed.Client``
 (a ``LocalCluster`` on one machine, the same code on a cluster). Each EM iteration
 maps the in-memory engine's per-block functions over the partitions and reduces their
 sufficient statistics; the per-task posteriors stay on the workers

@@ -29,13 +29,24 @@ import pandas as pd
 
 from crowdlearn._atomic import atomic_directory
 from crowdlearn.aggregation import dawid_skene, glad, majority_vote, one_coin, wawa
-from crowdlearn.aggregation._base import IterativeAggregator, break_ties, float_dtype
+from crowdlearn.aggregation._base import (
+    IterativeAggregator,
+    _as_crowd_data,
+    break_ties,
+    float_dtype,
+)
 from crowdlearn.aggregation._blocks import block_design, block_vote_counts, frequencies
 from crowdlearn.aggregation._correctness import correctness_scores
 from crowdlearn.aggregation._design import log_confusion_table, normalise_log, normalise_rows
+from crowdlearn.aggregation._frames import id_index, present, restore_arrays
 from crowdlearn.aggregation.dawid_skene import sum_statistics
 from crowdlearn.aggregation.weighted_vote import vote_shares
-from crowdlearn.distributed._partitions import DistributedCrowd, Partition, distribute
+from crowdlearn.distributed._partitions import (
+    DistributedCrowd,
+    Partition,
+    distribute,
+    is_dask_frame,
+)
 
 
 class DistributedFitError(RuntimeError):
@@ -108,6 +119,12 @@ class _DistributedMixin:
     ``crowd_`` (the :class:`DistributedCrowd`), ``classes_`` and ``worker_ids_``.
     ``predict_proba()``/``predict()``/``task_ids_`` collect the posteriors to the
     client (sorted by task id); ``write_parquet(path)`` writes them from the workers.
+
+    Results follow the input, as in memory (``BaseAggregator._present``): fitted on a
+    pandas or Dask DataFrame, the per-worker attributes and ``priors_`` become pandas
+    objects keyed by id at the end of the fit, and ``predict_proba()``/``probas_``,
+    ``predict()``/``labels_`` (and GLAD's ``betas_``) are keyed by task id when they
+    are collected; fitted on a CrowdData, a Parquet path or a DistributedCrowd, arrays.
     """
 
     tie_break: str
@@ -115,13 +132,64 @@ class _DistributedMixin:
     #: Whether the workers hold vote counts (MV) rather than posteriors.
     _holds_counts = False
 
-    def _distribute(self, data: Any, client: Any, npartitions: int | None) -> DistributedCrowd:
+    def fit(self, data: Any, client: Any = None, npartitions: int | None = None) -> Any:
+        """Fit on a cluster.
+
+        Parameters
+        ----------
+        data : CrowdData, DataFrame, dask DataFrame or Parquet path
+            A CrowdData, a pandas or Dask DataFrame with columns ``task``, ``worker``
+            and ``label`` (the results are then pandas objects keyed by id), a Parquet
+            file or directory of such a table, or a :class:`DistributedCrowd`.
+        client : distributed.Client, optional
+            Default: the current client.
+        npartitions : int, optional
+            Partitions of a CrowdData or pandas DataFrame (default: the cluster's
+            threads), or of a shuffled Dask DataFrame.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        DistributedFitError
+            When a worker dies or the cluster restarts during the fit (no partial
+            result is kept).
+        """
+        as_frames = isinstance(data, pd.DataFrame) or is_dask_frame(data)
+        if isinstance(data, pd.DataFrame):
+            data = _as_crowd_data(data, type(self).__name__)  # the in-memory reading
+        restore_arrays(self)  # a refit starts from arrays, whatever the last fit had
         self._collected = None
         crowd = distribute(data, client=client, npartitions=npartitions)
         self.crowd_ = crowd
         self.classes_ = crowd.classes
         self.worker_ids_ = crowd.worker_ids
-        return crowd
+        self._fit_crowd(crowd)
+        self._present(as_frames)
+        return self
+
+    def _fit_crowd(self, crowd: DistributedCrowd) -> None:
+        """The fit proper on the distributed annotations (sets ``posteriors_``)."""
+        raise NotImplementedError
+
+    def _present(self, as_frames: bool) -> None:
+        """The in-memory convention's pandas forms of the client-side results (the
+        per-task ones are keyed when collected)."""
+        present(self, self._parameter_forms() if as_frames else {}, as_frames)  # type: ignore[attr-defined]
+
+    def fit_predict(self, data: Any, client: Any = None, npartitions: int | None = None) -> Any:
+        """Fit and return ``labels_`` (class codes; for a DataFrame, a Series of class
+        ids indexed by task id, name ``label``). Collects the results to the client."""
+        return self.fit(data, client=client, npartitions=npartitions).labels_
+
+    def fit_predict_proba(
+        self, data: Any, client: Any = None, npartitions: int | None = None
+    ) -> Any:
+        """Fit and return ``probas_`` (for a DataFrame, a DataFrame indexed by task id
+        with one column per class id). Collects the results to the client."""
+        return self.fit(data, client=client, npartitions=npartitions).probas_
 
     def _gather(self, futures: list) -> list:
         with self._failing_cleanly():
@@ -184,25 +252,31 @@ class _DistributedMixin:
         """Task ids, sorted, in the order of ``predict_proba()`` (collects)."""
         return self._collect()[0]
 
-    def predict_proba(self) -> np.ndarray:
-        """Posterior class probabilities (n_tasks, K), rows in ``task_ids_`` order.
+    def predict_proba(self) -> Any:
+        """Posterior class probabilities (n_tasks, K), rows in ``task_ids_`` order (after
+        a DataFrame fit: a DataFrame indexed by task id, one column per class id).
 
         This brings every posterior to the client; for results larger than its memory,
         use :meth:`write_parquet`.
         """
-        return self._collect()[1]
+        return self._derived("probas_", self._collect()[1], "task")  # type: ignore[attr-defined]
 
-    def predict(self) -> np.ndarray:
-        """Class codes (rows in ``task_ids_`` order), ties broken as in memory."""
-        return break_ties(self.predict_proba(), self.tie_break, self.random_state)  # type: ignore[arg-type]
+    def predict(self) -> Any:
+        """Class codes (rows in ``task_ids_`` order), ties broken as in memory (after a
+        DataFrame fit: a Series of class ids indexed by task id, name ``label``)."""
+        task_ids, probas = self._collect()
+        codes = break_ties(probas, self.tie_break, self.random_state)  # type: ignore[arg-type]
+        if "_fitted_arrays" not in self.__dict__:
+            return codes
+        return self._keyed_labels(codes, id_index(task_ids, "task"))  # type: ignore[attr-defined]
 
     @property
-    def probas_(self) -> np.ndarray:
+    def probas_(self) -> Any:
         """Same as :meth:`predict_proba` (collects)."""
         return self.predict_proba()
 
     @property
-    def labels_(self) -> np.ndarray:
+    def labels_(self) -> Any:
         """Same as :meth:`predict` (collects)."""
         return self.predict()
 
@@ -251,32 +325,10 @@ def _task_ids(part: Partition) -> np.ndarray:
 class _IterativeMixin(_DistributedMixin, IterativeAggregator):
     """The in-memory EM loop (history, tolerance, progress) over a DistributedCrowd."""
 
-    def fit(self, data: Any, client: Any = None, npartitions: int | None = None) -> Any:
-        """Run EM on a cluster.
-
-        Parameters
-        ----------
-        data : CrowdData, dask DataFrame (task, worker, label) or Parquet path
-        client : distributed.Client, optional
-            Default: the current client.
-        npartitions : int, optional
-            Partitions of a CrowdData (default: the cluster's threads), or of a
-            shuffled DataFrame.
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        DistributedFitError
-            When a worker dies or the cluster restarts during the fit (no partial
-            result is kept).
-        """
-        crowd = self._distribute(data, client, npartitions)
+    def _fit_crowd(self, crowd: DistributedCrowd) -> None:
+        """Run EM on the cluster (see :meth:`_DistributedMixin.fit`)."""
         with self._failing_cleanly():
             self._fit(crowd)  # IterativeAggregator's loop: _initialize, then _m_step/_e_step
-        return self
 
     def _initialize(self, crowd: DistributedCrowd, **_: Any) -> None:
         self._dtype = float_dtype(self.dtype)
@@ -299,11 +351,12 @@ class DawidSkene(_IterativeMixin, dawid_skene.DawidSkene):
     """Dawid-Skene on a Dask cluster: same parameters and results as
     :class:`crowdlearn.aggregation.DawidSkene` (posteriors equal to rounding).
 
-    ``fit(data, client=None, npartitions=None)`` takes a CrowdData, a Dask DataFrame
-    of (task, worker, label) or a Parquet path. Each partition is one task block:
-    ``chunk_size`` is not used (the partition size bounds a worker's memory), and
-    ``gold`` / ``initial_confusions`` are not supported. Attributes as in memory
-    (``confusions_``, ``priors_``, ``history_``, ``n_iter_``, ``converged_``), plus
+    ``fit(data, client=None, npartitions=None)`` takes a CrowdData, a pandas or Dask
+    DataFrame of (task, worker, label) or a Parquet path. Each partition is one task
+    block: ``chunk_size`` is not used (the partition size bounds a worker's memory),
+    and ``gold`` / ``initial_confusions`` are not supported. Attributes as in memory
+    (``confusions_``, ``priors_``, ``history_``, ``n_iter_``, ``converged_``; after a
+    fit on a pandas or Dask DataFrame, keyed by id as in memory), plus
     ``posteriors_`` (futures), ``task_ids_`` and :meth:`write_parquet`.
     """
 
@@ -339,11 +392,9 @@ class OneCoinDawidSkene(_IterativeMixin, one_coin.OneCoinDawidSkene):
 class NaiveSoft(_DistributedMixin, majority_vote.NaiveSoft):
     """Vote frequencies on a Dask cluster (one map, no reduce)."""
 
-    def fit(self, data: Any, client: Any = None, npartitions: int | None = None) -> Any:
-        """Count the votes of each partition's tasks; see :class:`DawidSkene` (distributed)."""
-        crowd = self._distribute(data, client, npartitions)
+    def _fit_crowd(self, crowd: DistributedCrowd) -> None:
+        """Count the votes of each partition's tasks."""
         self.posteriors_ = self._map(_initial_posteriors, crowd.n_classes, "float64", False)
-        return self
 
 
 def _vote_counts(part: Partition, k: int) -> np.ndarray:
@@ -358,11 +409,9 @@ class MajorityVote(_DistributedMixin, majority_vote.MajorityVote):
 
     _holds_counts = True
 
-    def fit(self, data: Any, client: Any = None, npartitions: int | None = None) -> Any:
-        """Count the votes of each partition's tasks; see :class:`DawidSkene` (distributed)."""
-        crowd = self._distribute(data, client, npartitions)
+    def _fit_crowd(self, crowd: DistributedCrowd) -> None:
+        """Count the votes of each partition's tasks."""
         self.posteriors_ = self._map(_vote_counts, crowd.n_classes)
-        return self
 
     def _output(self, probas: np.ndarray) -> np.ndarray:
         majority = break_ties(probas, self.tie_break, self.random_state)
@@ -401,15 +450,13 @@ class Wawa(_DistributedMixin, wawa.Wawa):
     skill-weighted vote shares (kept on the workers). ``chunk_size`` is not used.
     """
 
-    def fit(self, data: Any, client: Any = None, npartitions: int | None = None) -> Any:
-        """Fit on a cluster; see :class:`DawidSkene` (distributed)."""
-        crowd = self._distribute(data, client, npartitions)
+    def _fit_crowd(self, crowd: DistributedCrowd) -> None:
+        """Worker skills from one map-reduce, then the weighted votes (one map)."""
         k, n_workers = crowd.n_classes, crowd.n_workers
         agree, totals = self._reduce(self._map(_wawa_agreement, k, n_workers))
         self.skills_ = np.divide(agree, totals, out=np.zeros(n_workers), where=totals > 0)
         [shared] = crowd.client.scatter([self.skills_], broadcast=True, hash=False)
         self.posteriors_ = self._map(_wawa_posteriors, shared, k)
-        return self
 
 
 # ------------------------------------------------------------------ GLAD
@@ -598,13 +645,14 @@ class GLAD(_IterativeMixin, glad.GLAD):
             self.priors_ = normalise_rows(mass)
 
     @property
-    def betas_(self) -> np.ndarray:
-        """Task inverse difficulties ``exp(b_i)``, rows in ``task_ids_`` order (collects)."""
+    def betas_(self) -> Any:
+        """Task inverse difficulties ``exp(b_i)``, rows in ``task_ids_`` order (collects;
+        a Series indexed by task id after a DataFrame fit)."""
         client = self.crowd_.client
         ids = self._gather([client.submit(_task_ids, p, pure=False) for p in self.crowd_.parts])
         values = self._gather([client.submit(_exp, b, pure=False) for b in self._log_beta_parts])
         order = np.argsort(np.concatenate(ids), kind="stable")
-        return np.concatenate(values)[order]
+        return self._derived("betas_", np.concatenate(values)[order], "task")
 
 
 def _tuple_of(value: np.ndarray) -> tuple:

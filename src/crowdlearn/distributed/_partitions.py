@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from crowdlearn.aggregation._blocks import Block, BlockReader, make_block
+from crowdlearn.aggregation._frames import require_columns
 from crowdlearn.data import CrowdData, CrowdDataError
 
 
@@ -57,6 +58,11 @@ class DistributedCrowd:
     def npartitions(self) -> int:
         """Number of partitions."""
         return len(self.parts)
+
+
+def is_dask_frame(value: Any) -> bool:
+    """Whether ``value`` is a Dask DataFrame (tested without importing dask)."""
+    return hasattr(value, "map_partitions") and hasattr(value, "columns")
 
 
 def get_client(client: Any = None) -> Any:
@@ -102,9 +108,9 @@ def distribute(
         import dask.dataframe as dd
 
         source = dd.read_parquet(str(source), columns=list(columns))
-    if not hasattr(source, "map_partitions"):
+    if not is_dask_frame(source):
         raise TypeError(
-            "fit expects a CrowdData, a Dask DataFrame or a Parquet path, got "
+            "fit expects a CrowdData, a pandas or Dask DataFrame or a Parquet path, got "
             f"{type(source).__name__}"
         )
     return _from_dask_frame(source, client, npartitions, columns)
@@ -161,9 +167,7 @@ def _from_dask_frame(
     import dask
 
     task, worker, label = columns
-    missing = [name for name in columns if name not in frame.columns]
-    if missing:
-        raise CrowdDataError(f"the annotations have no column {missing[0]!r}")
+    require_columns(frame, columns, "the Dask engine")
     frame = frame[list(columns)]
     ranges, worker_ids, classes, nulls = client.compute(
         [

@@ -23,12 +23,13 @@ import numpy as np
 import pandas as pd
 
 from crowdlearn._bounds import check_params
+from crowdlearn.aggregation._frames import require_columns, restore_arrays
 from crowdlearn.aggregation.comparisons import bradley_terry
 from crowdlearn.aggregation.comparisons._base import centred, check_own_params, comparison_rows
 from crowdlearn.aggregation.comparisons.bradley_terry import MMStep, pair_logsum, pair_sums
 from crowdlearn.data import Comparisons, CrowdDataError
 from crowdlearn.data._ids import factorize
-from crowdlearn.distributed._partitions import get_client
+from crowdlearn.distributed._partitions import get_client, is_dask_frame
 
 #: The columns of a Dask DataFrame of comparisons (crowd-kit's layout).
 COLUMNS = ("worker", "left", "right", "label")
@@ -104,7 +105,7 @@ class _DaskMMStep(MMStep):
         self.parts = parts
 
     def _mapped(self, function: Any, vector: np.ndarray) -> Any:
-        shared = self.client.scatter(vector, broadcast=True)
+        shared = self.client.scatter(vector, broadcast=True, hash=False)
         futures = [self.client.submit(function, part, shared, pure=False) for part in self.parts]
         return self.client.submit(_add, *futures, pure=False).result()
 
@@ -121,10 +122,14 @@ class BradleyTerry(bradley_terry.BradleyTerry):
 
     ``fit(data, client=None, npartitions=None, tie=None)`` takes a
     :class:`~crowdlearn.data.Comparisons` (split into ``npartitions`` row ranges,
-    default one per worker thread, and scattered), a Dask DataFrame with the columns
-    ``worker, left, right, label`` or a Parquet path of such a table (``tie``: the
-    label value that declares a tie). Sets ``scores_``, ``item_ids_``,
-    ``worker_ids_``, ``n_iter_`` and ``converged_``.
+    default one per worker thread, and scattered), a pandas DataFrame with the columns
+    ``worker, left, right, label`` (read as the in-memory estimator reads it, then
+    scattered like a Comparisons), a Dask DataFrame of that layout or a Parquet path
+    of such a table (``tie``: the label value that declares a tie). Sets ``scores_``,
+    ``item_ids_``, ``worker_ids_``, ``n_iter_`` and ``converged_``. Results follow
+    the input as in memory: after a fit on a pandas or Dask DataFrame ``scores_`` is
+    a Series indexed by item id (index ``item``, name ``score``); otherwise an array
+    in item-code order.
 
     Examples
     --------
@@ -145,9 +150,16 @@ class BradleyTerry(bradley_terry.BradleyTerry):
         npartitions: int | None = None,
         tie: Any = None,
     ) -> BradleyTerry:
+        """Infer one score per item on a cluster; returns ``self`` (see the class)."""
         params = self.get_params(deep=False)
         check_params(type(self).__name__, params)
         check_own_params(type(self).__name__, params)
+        as_frames = isinstance(data, pd.DataFrame) or is_dask_frame(data)
+        if isinstance(data, pd.DataFrame):
+            from crowdlearn.io.kinds import read_kind
+
+            data = read_kind(data, "comparison", tie=tie)  # the in-memory reading
+        restore_arrays(self)
         client = get_client(client)
         if isinstance(data, Comparisons):
             parts, item_ids, worker_ids = _scatter(data, client, npartitions)
@@ -166,7 +178,14 @@ class BradleyTerry(bradley_terry.BradleyTerry):
         self.scores_ = centred(theta)
         self.item_ids_ = item_ids
         self.worker_ids_ = worker_ids
+        self._present(as_frames)
         return self
+
+    def fit_predict(  # type: ignore[override]
+        self, data: Any, client: Any = None, npartitions: int | None = None, tie: Any = None
+    ) -> Any:
+        """Fit and return ``scores_`` (a Series indexed by item id for a DataFrame)."""
+        return self.fit(data, client=client, npartitions=npartitions, tie=tie).scores_
 
 
 def _scatter(
@@ -181,7 +200,7 @@ def _scatter(
         for a, b in itertools.pairwise(bounds)
         if b > a
     ]
-    return client.scatter(parts), data.item_ids, data.worker_ids
+    return client.scatter(parts, hash=False), data.item_ids, data.worker_ids
 
 
 def _from_dask(source: Any, client: Any, tie: Any) -> tuple[list, np.ndarray, np.ndarray]:
@@ -194,16 +213,14 @@ def _from_dask(source: Any, client: Any, tie: Any) -> tuple[list, np.ndarray, np
             "BradleyTerry.fit expects a crowdlearn.data.Comparisons, a Dask DataFrame of "
             f"(worker, left, right, label) or a Parquet path, got {type(source).__name__}"
         )
-    missing = [c for c in COLUMNS if c not in source.columns]
-    if missing:
-        raise CrowdDataError(f"the comparisons lack the columns {missing}")
+    require_columns(source, COLUMNS, "BradleyTerry (Dask)")
     import dask.dataframe as dd
 
     items_seen = dd.concat([source["left"], source["right"]]).unique()
     seen, workers = client.compute([items_seen, source["worker"].unique()], sync=True)
     _, item_ids = factorize(np.asarray(seen), "item")
     _, worker_ids = factorize(np.asarray(workers), "worker")
-    items = client.scatter(pd.Index(item_ids), broadcast=True)
+    items = client.scatter(pd.Index(item_ids), broadcast=True, hash=False)
     frames = source.to_delayed()
     futures = client.compute(frames)
     parts = [client.submit(_part_from_frame, f, items, tie, pure=False) for f in futures]

@@ -173,15 +173,20 @@ class BaseComparisonAggregator(BaseEstimator):
         self.scores_ = centred(np.asarray(scores, dtype=np.float64))
         self.item_ids_ = data.item_ids
         self.worker_ids_ = data.worker_ids
+        self._present(as_frames)
+        return self
+
+    def _present(self, as_frames: bool) -> None:
+        """After a DataFrame fit (``as_frames``), ``scores_`` as a Series indexed by item
+        id (name ``score``) and the worker attributes by worker id; otherwise arrays."""
         if not as_frames:
             present(self, {}, False)
-            return self
+            return
         forms = keyed_forms(self, ("scores_",), id_index(self.item_ids_, "item"))
         workers = id_index(self.worker_ids_, "worker")
         forms.update(keyed_forms(self, self.worker_attributes, workers))
         forms["scores_"].name = "score"
         present(self, forms, True)
-        return self
 
     def _fit(self, rows: Rows) -> np.ndarray:
         raise NotImplementedError
