@@ -284,6 +284,7 @@ class Spans(TaskKindData):
         worker_ids: Any = None,
         labels: Any = None,
         truth: Mapping[Any, Sequence[str]] | None = None,
+        breaks: Mapping[Any, Sequence[int]] | None = None,
         duplicates: str = "error",
     ) -> Spans:
         """Build from one tag sequence per (task, worker) over the task's reference tokens.
@@ -297,6 +298,8 @@ class Spans(TaskKindData):
         tokens : mapping task id -> tokens, or a sequence in task-code order
         truth : mapping task id -> true tags, optional
             Every task's true tags (same scheme); tasks it leaves out are an error.
+        breaks : mapping task id -> token indices, optional
+            Where each task's sentences start: no span crosses a sentence start.
         duplicates : {"error", "keep", "first", "last"}
             Two sequences for the same (task, worker).
         """
@@ -326,12 +329,14 @@ class Spans(TaskKindData):
                     f"worker {worker_ids[w]!r} gave "
                     f"{'a single string' if isinstance(seq, str) else f'{len(seq)} tags'}"
                 )
-            spans, n = tags_to_spans(seq, scheme, where=f"row {row}")
+            spans, n = tags_to_spans(
+                seq, scheme, breaks=(breaks or {}).get(task_ids[t], ()), where=f"row {row}"
+            )
             repaired += n
             _append(out, t, w, spans)
         truth_spans = None
         if truth is not None:
-            truth_spans, n = _truth_from_tags(truth, task_ids, token_lists, scheme)
+            truth_spans, n = _truth_from_tags(truth, task_ids, token_lists, scheme, breaks or {})
             repaired += n
         _warn_repaired(repaired, "tags")
         return cls._from_label_names(out, token_lists, task_ids, worker_ids, labels, truth_spans)
@@ -506,6 +511,7 @@ def _truth_from_tags(
     task_ids: np.ndarray,
     token_lists: list[list[str]],
     scheme: str,
+    breaks: Mapping[Any, Sequence[int]],
 ) -> tuple[list[tuple[int, int, int, Any]], int]:
     """True spans (task code, start, end, label name) from each task's true tags."""
     if not isinstance(truth, Mapping):
@@ -524,7 +530,9 @@ def _truth_from_tags(
             raise CrowdDataError(
                 f"truth of task {task!r} has {len(tags)} tags for {len(tokens)} tokens"
             )
-        found, n = tags_to_spans(tags, scheme, where=f"truth of task {task!r}")
+        found, n = tags_to_spans(
+            tags, scheme, breaks=breaks.get(task, ()), where=f"truth of task {task!r}"
+        )
         repaired += n
         spans += [(code, s, e, lab) for s, e, lab in found]
     return spans, repaired
