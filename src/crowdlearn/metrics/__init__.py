@@ -5,7 +5,8 @@ aggregated training labels (AccTrain), class imbalance (the imbalance ratio, lar
 over smallest class count, and the Self-Crowd paper's R), Jensen-Shannon divergences
 between confusion matrices (the CMM paper's I-JS and G-JS), and ICED's label
 certainty score, the word error rate of texts (``word_error_rate``), and the
-overlap of segmentation masks (``iou``, ``dice``).
+overlap of segmentation masks (``iou``, ``dice``), and strict span scores
+(``span_scores``, ``span_f1``).
 
 Labels are class *codes* (``0..K-1``) as used throughout crowdlearn; ``-1`` in a
 truth array marks an unknown truth and such entries are left out. The names are
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
         self_crowd_r,
     )
     from crowdlearn.metrics._masks import dice, iou
+    from crowdlearn.metrics._spans import span_f1, span_scores
     from crowdlearn.metrics._text import edit_distance, normalise_text, word_error_rate
 
 _CLASSIFICATION = [
@@ -68,6 +70,7 @@ _CROWD = [
 _TEXT = ["edit_distance", "normalise_text", "word_error_rate"]
 _BOXES = ["average_precision", "box_iou", "detection_scores", "mean_average_precision"]
 _MASKS = ["dice", "iou"]
+_SPANS = ["span_f1", "span_scores"]
 
 __getattr__, __dir__ = attach(
     __name__,
@@ -77,6 +80,7 @@ __getattr__, __dir__ = attach(
         **{name: "._text" for name in _TEXT},
         **{name: "._boxes" for name in _BOXES},
         **{name: "._masks" for name in _MASKS},
+        **{name: "._spans" for name in _SPANS},
     },
 )
 
@@ -103,5 +107,7 @@ __all__ = [
     "negative_log_likelihood",
     "normalise_text",
     "self_crowd_r",
+    "span_f1",
+    "span_scores",
     "word_error_rate",
 ]
