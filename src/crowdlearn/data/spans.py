@@ -172,9 +172,7 @@ def _token_lists(tokens: Any, task_ids: np.ndarray) -> list[list[str]]:
     else:
         cells = list(tokens)
         if len(cells) != len(task_ids):
-            raise CrowdDataError(
-                f"tokens has {len(cells)} entries for {len(task_ids)} tasks"
-            )
+            raise CrowdDataError(f"tokens has {len(cells)} entries for {len(task_ids)} tasks")
     out = []
     for task, cell in zip(task_ids.tolist(), cells, strict=True):
         if isinstance(cell, str) or not all(isinstance(t, str) for t in cell):
@@ -393,10 +391,12 @@ class Spans(TaskKindData):
             truth_spans = [
                 (order[t], int(s), int(e), lab)
                 for t, s, e, lab in zip(
-                    frame_column(truth, task, "task"), frame_column(truth, start, "start"),
-                    frame_column(truth, end, "end"), frame_column(truth, label, "label"),
+                    frame_column(truth, task, "task"),
+                    frame_column(truth, start, "start"),
+                    frame_column(truth, end, "end"),
+                    frame_column(truth, label, "label"),
                     strict=True,
-                )  # fmt: skip
+                )
             ]
         return cls._from_label_names(out, token_lists, task_ids, worker_ids, labels, truth_spans)
 

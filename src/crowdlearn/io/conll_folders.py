@@ -6,8 +6,8 @@ The layout, as Rodrigues et al.'s NER-MTurk data ship it::
     ROOT/ground_truth/DOC_ID.txt                 the gold tags of the document
 
 Each file holds one ``TOKEN TAG`` a line (the tag is the last field; a line holding
-only an indented tag is an empty token), a blank line between sentences. The gold file's tokens are each document's reference tokens and its
-tags the truth. A worker's file whose tokens differ from the gold file's is aligned to
+only an indented tag is an empty token), a blank line between sentences. The gold
+file's tokens are each document's reference tokens and its tags the truth. A worker's file whose tokens differ from the gold file's is aligned to
 them with :class:`difflib.SequenceMatcher` over the token strings: tokens in equal
 blocks, and in replaced blocks of the same length on both sides (a word cut short, a
 different spelling), carry their tag to the reference token they face; reference tokens
@@ -42,7 +42,10 @@ def read_conll_file(path: Path) -> tuple[list[str], list[str], list[int]]:
             new_sentence = True
             continue
         if len(fields) == 1 and line[0].isspace():
-            fields = ["", fields[0]]  # a tag after no token (an empty token, as some workers' files hold)
+            fields = [
+                "",
+                fields[0],
+            ]  # a tag after no token (an empty token, as some workers' files hold)
         if len(fields) < 2:
             raise CrowdDataError(f"{path}, line {number}: expected 'TOKEN TAG', got {line!r}")
         if new_sentence:

@@ -25,7 +25,7 @@ def repair_bio(codes: np.ndarray) -> np.ndarray:
 def bio_to_spans(codes: np.ndarray) -> list[tuple[int, int, int]]:
     """Spans ``(start, end, label code)`` of valid BIO codes."""
     spans = []
-    start = -1
+    start = label = -1
     for i, code in enumerate([*codes.tolist(), 0]):
         if start >= 0 and code != 2 + 2 * label:
             spans.append((start, i, label))
