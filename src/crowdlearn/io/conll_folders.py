@@ -7,8 +7,8 @@ The layout, as Rodrigues et al.'s NER-MTurk data ship it::
 
 Each file holds one ``TOKEN TAG`` a line (the tag is the last field; a line holding
 only an indented tag is an empty token), a blank line between sentences. The gold
-file's tokens are each document's reference tokens and its tags the truth. A worker's file whose tokens differ from the gold file's is aligned to
-them with :class:`difflib.SequenceMatcher` over the token strings: tokens in equal
+file's tokens are each document's reference tokens and its tags the truth. A worker's
+file whose tokens differ from the gold file's is aligned to them with :class:`difflib.SequenceMatcher` over the token strings: tokens in equal
 blocks, and in replaced blocks of the same length on both sides (a word cut short, a
 different spelling), carry their tag to the reference token they face; reference tokens
 left unaligned get ``O`` for that worker. One :class:`~crowdlearn.data.CrowdDataWarning`
