@@ -61,3 +61,16 @@ def test_missing_folder_and_unknown_document_are_errors(tmp_path):
     _write(tmp_path / "mturk_train_data" / "W" / "e.txt", [[("A", "O")]])
     with pytest.raises(CrowdDataError, match="document 'e' has no gold file"):
         read_conll_folders(tmp_path)
+
+
+def test_align_tags_split_and_joined_tokens_by_characters():
+    # "German" "y" for "Germany": the reference token takes the tag of its first piece.
+    tags, missed = align_tags(
+        ["the", "German", "y", "team"], ["O", "B-LOC", "I-LOC", "O"], ["the", "Germany", "team"]
+    )
+    assert tags == ["O", "B-LOC", "O"] and missed == 0
+    # "U.S." for "U.S" ".": the second reference token continues the span.
+    assert align_tags(["in", "U.S."], ["O", "B-LOC"], ["in", "U.S", "."]) == (
+        ["O", "B-LOC", "I-LOC"],
+        0,
+    )

@@ -8,12 +8,11 @@ The layout, as Rodrigues et al.'s NER-MTurk data ship it::
 Each file holds one ``TOKEN TAG`` a line (the tag is the last field; a line holding only
 an indented tag is an empty token), a blank line between sentences. The gold file's
 tokens are each document's reference tokens and its tags the truth. A worker's file
-whose tokens differ from the gold file's is aligned to them with
-:class:`difflib.SequenceMatcher` over the token strings: tokens in equal blocks, and in
-replaced blocks of the same length on both sides (a word cut short, a different
-spelling), carry their tag to the reference token they face; reference tokens left
-unaligned get ``O`` for that worker. One :class:`~crowdlearn.data.CrowdDataWarning` says
-how many files differed and how many reference tokens were left unaligned.
+whose tokens differ from the gold file's is aligned to them (:func:`align_tags`:
+:class:`difflib.SequenceMatcher` over the token strings, then over the characters where
+a token was split or joined); reference tokens left unaligned get ``O`` for that
+worker. One :class:`~crowdlearn.data.CrowdDataWarning` says how many files differed and
+how many reference tokens were left unaligned.
 """
 
 from __future__ import annotations
@@ -60,6 +59,14 @@ def read_conll_file(path: Path) -> tuple[list[str], list[str], list[int]]:
 def align_tags(tokens: list[str], tags: list[str], reference: list[str]) -> tuple[list[str], int]:
     """A worker's ``tags`` over its ``tokens`` carried onto the ``reference`` tokens.
 
+    Token strings are aligned with :class:`difflib.SequenceMatcher`. In equal blocks and
+    in replaced blocks of the same length on both sides, each reference token takes the
+    tag of the worker token it faces. In replaced blocks of different lengths (a token
+    split or joined: ``German`` ``y`` for ``Germany``), the characters are aligned and
+    each reference token takes the tag of the worker token holding its first character
+    (``I-X`` rather than ``B-X`` where that worker token also began the reference token
+    before).
+
     Returns the tags of the reference tokens (``"O"`` where a reference token faces no
     worker token) and how many reference tokens were left unaligned.
     """
@@ -73,7 +80,35 @@ def align_tags(tokens: list[str], tags: list[str], reference: list[str]) -> tupl
             for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
                 out[j] = tags[i]
                 aligned[j] = True
+        elif op == "replace":
+            previous = -1
+            for j, i in sorted(_by_characters(tokens[i1:i2], reference[j1:j2]).items()):
+                tag = tags[i1 + i]
+                if i == previous and tag.startswith("B-"):
+                    tag = "I-" + tag[2:]  # a worker token split over reference tokens
+                out[j1 + j] = tag
+                aligned[j1 + j] = True
+                previous = i
     return out, aligned.count(False)
+
+
+def _by_characters(tokens: list[str], reference: list[str]) -> dict[int, int]:
+    """Reference token index -> index of the worker token holding its first character,
+    for the reference tokens whose first character aligns with one."""
+    owner = [i for i, token in enumerate(tokens) for _ in token]
+    first_chars: dict[int, int] = {}
+    position = 0
+    for j, token in enumerate(reference):
+        if token:
+            first_chars[position] = j
+        position += len(token)
+    matcher = difflib.SequenceMatcher(None, "".join(tokens), "".join(reference), autojunk=False)
+    found: dict[int, int] = {}
+    for a, b, size in matcher.get_matching_blocks():
+        for k in range(size):
+            if b + k in first_chars:
+                found[first_chars[b + k]] = owner[a + k]
+    return found
 
 
 def read_conll_folders(root: str | PathLike[str]) -> Spans:
