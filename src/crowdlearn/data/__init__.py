@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from crowdlearn.data.label_sets import LabelSets, parse_label_set
     from crowdlearn.data.masks import Masks
     from crowdlearn.data.ratings import Ratings
+    from crowdlearn.data.spans import Spans
     from crowdlearn.data.texts import Texts
 
 __getattr__, __dir__ = attach(
@@ -38,6 +39,7 @@ __getattr__, __dir__ = attach(
         "parse_label_set": ".label_sets",
         "Ratings": ".ratings",
         "Texts": ".texts",
+        "Spans": ".spans",
         "Boxes": ".boxes",
         "Masks": ".masks",
         "Comparisons": ".comparisons",
@@ -71,6 +73,7 @@ __all__ = [
     "LabelSets",
     "Masks",
     "Ratings",
+    "Spans",
     "TaskInputs",
     "Texts",
     "parse_label_set",

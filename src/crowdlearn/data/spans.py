@@ -35,6 +35,8 @@ from crowdlearn.data._ids import as_id_array, factorize
 from crowdlearn.data._kinds import TaskKindData, check_codes, frame_column, keep_rows
 from crowdlearn.data.errors import CrowdDataError, CrowdDataWarning, show
 
+__all__ = ["SCHEMES", "Spans", "spans_to_bio", "tags_to_spans"]
+
 #: The tag schemes :func:`tags_to_spans` reads.
 SCHEMES = ("bio", "iob1", "bioes", "io")
 

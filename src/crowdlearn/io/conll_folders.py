@@ -25,6 +25,8 @@ from pathlib import Path
 from crowdlearn.data.errors import CrowdDataError, CrowdDataWarning
 from crowdlearn.data.spans import Spans
 
+__all__ = ["align_tags", "read_conll_file", "read_conll_folders"]
+
 #: Folder names of the NER-MTurk layout.
 WORKERS_DIR, GOLD_DIR = "mturk_train_data", "ground_truth"
 
