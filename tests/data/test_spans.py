@@ -132,8 +132,18 @@ def test_bad_spans_are_errors(start, end, match):
         Spans.from_frame(frame, tokens={"d": ["Ada", "Lovelace"]})
 
 
+@pytest.mark.parametrize("start", ["a", "0", 0.5])
+def test_non_integer_bounds_are_errors(start):
+    frame = pd.DataFrame({"task": ["d"], "worker": ["a"], "start": [start], "end": [1],
+                          "label": ["PER"]})  # fmt: skip
+    with pytest.raises(CrowdDataError, match="row 0: start, end and label"):
+        Spans.from_frame(frame, tokens={"d": ["Ada"]})
+
+
 def test_immutable_and_equal():
     a, b = (Spans.from_tags(["d"], ["w"], [["B-A"]], tokens={"d": ["x"]}) for _ in range(2))
     assert a == b
+    assert a != Spans.from_tags(["d"], ["w"], [["B-A"]], tokens={"d": ["y"]})
+    assert a != Spans.from_tags(["d"], ["w"], [["B-A"]], tokens={"d": ["x"]}, truth={"d": ["O"]})
     with pytest.raises(AttributeError):
         a.task = None

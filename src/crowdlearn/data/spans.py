@@ -382,7 +382,7 @@ class Spans(TaskKindData):
             if all(empty):
                 _append(out, order[t], w, [])
                 continue
-            if any(empty) or s != int(s) or e != int(e):
+            if any(empty) or not (_is_int(s) and _is_int(e)):
                 raise CrowdDataError(
                     f"row {row}: start, end and label must all be given (integers), or all "
                     "be missing (the worker marked nothing)"
@@ -489,6 +489,19 @@ class Spans(TaskKindData):
             }
         )
 
+    def __eq__(self, other: object) -> bool:
+        same = super().__eq__(other)
+        if same is not True:
+            return same
+        mine, theirs = self.truth, other.truth  # type: ignore[attr-defined]
+        if (mine is None) != (theirs is None):
+            return False
+        return self.tokens == other.tokens and (  # type: ignore[attr-defined]
+            mine is None or mine.equals(theirs)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
     def __repr__(self) -> str:
         extras = f", truth={len(self.truth)} spans" if self.truth is not None else ""
         return (
@@ -496,6 +509,11 @@ class Spans(TaskKindData):
             f"n_labels={self.n_labels}, n_spans={self.n_spans}, "
             f"n_annotations={self.n_annotations}{extras})"
         )
+
+
+def _is_int(value: Any) -> bool:
+    """Whether a table cell is a whole number (``2`` or ``2.0``, not ``"2"`` or ``2.5``)."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and float(value).is_integer()
 
 
 def _append(out: dict[str, list], task: int, worker: int, spans: list[Span]) -> None:
