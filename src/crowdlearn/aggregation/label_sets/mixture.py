@@ -161,34 +161,37 @@ class MultiLabelMixture(LabelSetAggregator):
         self.cluster_priors_ = (mass + a) / (mass.sum() + a * self.n_clusters_)
 
     def _e_step(self, data: LabelSets) -> float:
-        present, absent = self._worker_evidence(data)
+        design = self._design
+        log_s, log_miss = np.log(self.sensitivity_), np.log1p(-self.sensitivity_)
+        log_p, log_false = np.log(self.specificity_), np.log1p(-self.specificity_)
+        # The sum over each task's answers of log P(y | z = 1) - log P(y | z = 0): one
+        # sparse product and one bincount (task_sums is linear in its two tables).
+        logit = design.task_sums(log_miss - log_p, log_s - log_false)
         log_tau, log_not_tau = np.log(self.prototypes_), np.log1p(-self.prototypes_)
-        # the clusters' log-prior of each class applying (c1) or not (c0), under q(c)
-        c1, c0 = self.cluster_probas_ @ log_tau, self.cluster_probas_ @ log_not_tau
-        present += c1
-        absent += c0
-        logit = present - absent
+        tau_logit = log_tau - log_not_tau
+        # plus the clusters' log-odds of each class under q(c): c1 - c0, with c1, c0
+        # the expected log-priors of the class applying and not
+        logit += self.cluster_probas_ @ tau_logit
         # one exp serves the sigmoid and the softplus (scipy's expit and np.logaddexp
         # cost several times more on (n_tasks, K) arrays)
         small = np.exp(-np.abs(logit))
-        mu = np.where(logit >= 0, 1.0, small) / (1.0 + small)
-        softplus = np.maximum(logit, 0.0) + np.log1p(small)
-        scores = np.log(self.cluster_priors_) + mu @ log_tau.T + (1 - mu) @ log_not_tau.T
+        mu = np.where(logit >= 0, 1.0, small)
+        mu /= 1.0 + small
+        softplus = np.maximum(logit, 0.0).sum() + np.log1p(small).sum()
+        # The bound's own part, summed over tasks and classes: mu (present - c1) +
+        # (1 - mu)(absent - c0) + H(mu) = absent + softplus(logit) - mu (c1 - c0),
+        # where mu maximises the same with c1, c0 added. Sum(absent) needs no (n_tasks,
+        # K) pass: every annotation adds log p_jk on every class, and log(1 - p_jk) -
+        # log p_jk where it selected k; sum(mu (c1 - c0)) is a (clusters x K) sum.
+        absent = design.n_answers @ log_p.sum(axis=1)
+        absent += np.sum(design.n_selected * (log_false - log_p))
+        prior = np.sum((self.cluster_probas_.T @ mu) * tau_logit)
+        # log r_ic = log pi_c + sum_k mu_ik log tau_ck + (1 - mu_ik) log(1 - tau_ck)
+        scores = mu @ tau_logit.T
+        scores += np.log(self.cluster_priors_) + log_not_tau.sum(axis=1)
         self.cluster_probas_, log_norm = normalise_log(scores)
         self.probas_ = mu
-        # mu (present - c1) + (1 - mu)(absent - c0) + H(mu), with mu the maximiser of
-        # the same expression with c1, c0 added: a logaddexp minus the prior terms
-        own = absent + softplus - mu * c1 - (1 - mu) * c0
-        return float(log_norm.sum() + own.sum())
-
-    def _worker_evidence(self, data: LabelSets) -> tuple[np.ndarray, np.ndarray]:
-        """Per task and class, the log-likelihood of its answers if the class applies
-        (``present``) and if it does not (``absent``), (n_tasks, K) each."""
-        log_s, log_miss = np.log(self.sensitivity_), np.log1p(-self.sensitivity_)
-        log_p, log_false = np.log(self.specificity_), np.log1p(-self.specificity_)
-        present = self._design.task_sums(log_miss, log_s)
-        absent = self._design.task_sums(log_p, log_false)
-        return present, absent
+        return float(log_norm.sum() + absent + softplus - prior)
 
 
 def squared_distances(points: np.ndarray, centres: np.ndarray) -> np.ndarray:
