@@ -8,6 +8,7 @@ import pytest
 
 from crowdlearn.aggregation._design import normalise_log
 from crowdlearn.aggregation.label_sets import MultiLabelMixture
+from crowdlearn.aggregation.label_sets.mixture import unique_rows
 from crowdlearn.simulate.label_sets import simulate_label_sets
 
 
@@ -65,3 +66,17 @@ def test_vectorised_e_step_equals_the_former_one(crowd: dict, params: dict) -> N
     ):
         np.testing.assert_allclose(getattr(new, name), getattr(old, name), rtol=0, atol=1e-10)
     assert np.array_equal(new.labels_, old.labels_)
+
+
+def test_unique_rows_equals_numpy_unique_on_rows() -> None:
+    rng = np.random.default_rng(0)
+    for points in (
+        rng.integers(0, 3, size=(500, 4)) / 2.0,  # many repeats
+        rng.random((50, 3)),  # all distinct
+        np.zeros((7, 2)),  # one row
+        rng.integers(0, 2, size=(1, 5)).astype(float),
+    ):
+        rows, copies = unique_rows(points)
+        expected_rows, expected_copies = np.unique(points, axis=0, return_counts=True)
+        assert np.array_equal(rows, expected_rows)
+        assert np.array_equal(copies, expected_copies)
