@@ -173,11 +173,17 @@ class MultiLabelMixture(LabelSetAggregator):
         # the expected log-priors of the class applying and not
         logit += self.cluster_probas_ @ tau_logit
         # one exp serves the sigmoid and the softplus (scipy's expit and np.logaddexp
-        # cost several times more on (n_tasks, K) arrays)
-        small = np.exp(-np.abs(logit))
+        # cost several times more on (n_tasks, K) arrays); in place where it can, as a
+        # fresh temporary of that size costs its page faults on every iteration
+        small = np.abs(logit)
+        np.negative(small, out=small)
+        np.exp(small, out=small)
+        work = np.log1p(small)
+        softplus = work.sum()
+        softplus += np.maximum(logit, 0.0, out=work).sum()
         mu = np.where(logit >= 0, 1.0, small)
-        mu /= 1.0 + small
-        softplus = np.maximum(logit, 0.0).sum() + np.log1p(small).sum()
+        small += 1.0
+        mu /= small
         # The bound's own part, summed over tasks and classes: mu (present - c1) +
         # (1 - mu)(absent - c0) + H(mu) = absent + softplus(logit) - mu (c1 - c0),
         # where mu maximises the same with c1, c0 added. Sum(absent) needs no (n_tasks,
