@@ -24,7 +24,10 @@ Inference is mean-field variational EM with ``q(c_i) q(z_i1) ... q(z_iK)``:
 
 Both steps are a sparse product with the (task x worker) count matrix plus a
 bincount over the selected cells (:class:`~crowdlearn.aggregation.label_sets._base.
-SetDesign`): nothing of size n_annotations x K, no loop over tasks or workers.
+SetDesign`): nothing of size n_annotations x K, no loop over tasks or workers. The
+E-step needs only the logit (one such product: ``present - absent`` is linear in the
+worker tables); the sum of ``absent`` that the bound needs is a closed form in the
+per-worker counts.
 
 Simplifications, said plainly: the paper places Beta and Dirichlet priors on the
 parameters and infers their posteriors (full variational Bayes); here the priors enter
