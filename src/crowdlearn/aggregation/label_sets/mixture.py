@@ -52,7 +52,7 @@ import numpy as np
 
 from crowdlearn.aggregation._base import IterativeAggregator
 from crowdlearn.aggregation._design import FLOOR
-from crowdlearn.aggregation.label_sets._base import LabelSetAggregator, SetDesign, vote_shares
+from crowdlearn.aggregation.label_sets._base import LabelSetAggregator, SetDesign
 from crowdlearn.data import CrowdDataError, LabelSets
 
 
@@ -145,8 +145,13 @@ class MultiLabelMixture(LabelSetAggregator):
     # ---------------------------------------------------------------- the three steps
 
     def _initialize(self, data: LabelSets) -> None:
-        self._design = SetDesign.of(data)
-        self.probas_ = vote_shares(data)
+        design = self._design = SetDesign.of(data)
+        # the vote shares (as vote_shares(data)) from the design's selected cells,
+        # without a second pass over the answers
+        n_tasks, _, k = design.shape
+        counts = np.bincount(design.task_cell, minlength=n_tasks * k).reshape(n_tasks, k)
+        sizes = np.bincount(data.task, minlength=n_tasks)
+        self.probas_ = counts / np.maximum(sizes, 1)[:, None]
         seeds = kmeans_plus_plus(self.probas_, self.n_clusters, self.random_state)
         self.n_clusters_ = len(seeds)
         distances = squared_distances(self.probas_, seeds)
