@@ -24,7 +24,10 @@ Inference is mean-field variational EM with ``q(c_i) q(z_i1) ... q(z_iK)``:
 
 Both steps are a sparse product with the (task x worker) count matrix plus a
 bincount over the selected cells (:class:`~crowdlearn.aggregation.label_sets._base.
-SetDesign`): nothing of size n_annotations x K, no loop over tasks or workers.
+SetDesign`): nothing of size n_annotations x K, no loop over tasks or workers. The
+E-step needs only the logit (one such product: ``present - absent`` is linear in the
+worker tables); the sum of ``absent`` that the bound needs is a closed form in the
+per-worker counts.
 
 Simplifications, said plainly: the paper places Beta and Dirichlet priors on the
 parameters and infers their posteriors (full variational Bayes); here the priors enter
@@ -48,8 +51,8 @@ from typing import Literal
 import numpy as np
 
 from crowdlearn.aggregation._base import IterativeAggregator
-from crowdlearn.aggregation._design import FLOOR, normalise_log
-from crowdlearn.aggregation.label_sets._base import LabelSetAggregator, SetDesign, vote_shares
+from crowdlearn.aggregation._design import FLOOR
+from crowdlearn.aggregation.label_sets._base import LabelSetAggregator, SetDesign
 from crowdlearn.data import CrowdDataError, LabelSets
 
 
@@ -142,8 +145,13 @@ class MultiLabelMixture(LabelSetAggregator):
     # ---------------------------------------------------------------- the three steps
 
     def _initialize(self, data: LabelSets) -> None:
-        self._design = SetDesign.of(data)
-        self.probas_ = vote_shares(data)
+        design = self._design = SetDesign.of(data)
+        # the vote shares (as vote_shares(data)) from the design's selected cells,
+        # without a second pass over the answers
+        n_tasks, _, k = design.shape
+        counts = np.bincount(design.task_cell, minlength=n_tasks * k).reshape(n_tasks, k)
+        sizes = np.bincount(data.task, minlength=n_tasks)
+        self.probas_ = counts / np.maximum(sizes, 1)[:, None]
         seeds = kmeans_plus_plus(self.probas_, self.n_clusters, self.random_state)
         self.n_clusters_ = len(seeds)
         distances = squared_distances(self.probas_, seeds)
@@ -161,34 +169,63 @@ class MultiLabelMixture(LabelSetAggregator):
         self.cluster_priors_ = (mass + a) / (mass.sum() + a * self.n_clusters_)
 
     def _e_step(self, data: LabelSets) -> float:
-        present, absent = self._worker_evidence(data)
-        log_tau, log_not_tau = np.log(self.prototypes_), np.log1p(-self.prototypes_)
-        # the clusters' log-prior of each class applying (c1) or not (c0), under q(c)
-        c1, c0 = self.cluster_probas_ @ log_tau, self.cluster_probas_ @ log_not_tau
-        present += c1
-        absent += c0
-        logit = present - absent
-        # one exp serves the sigmoid and the softplus (scipy's expit and np.logaddexp
-        # cost several times more on (n_tasks, K) arrays)
-        small = np.exp(-np.abs(logit))
-        mu = np.where(logit >= 0, 1.0, small) / (1.0 + small)
-        softplus = np.maximum(logit, 0.0) + np.log1p(small)
-        scores = np.log(self.cluster_priors_) + mu @ log_tau.T + (1 - mu) @ log_not_tau.T
-        self.cluster_probas_, log_norm = normalise_log(scores)
-        self.probas_ = mu
-        # mu (present - c1) + (1 - mu)(absent - c0) + H(mu), with mu the maximiser of
-        # the same expression with c1, c0 added: a logaddexp minus the prior terms
-        own = absent + softplus - mu * c1 - (1 - mu) * c0
-        return float(log_norm.sum() + own.sum())
-
-    def _worker_evidence(self, data: LabelSets) -> tuple[np.ndarray, np.ndarray]:
-        """Per task and class, the log-likelihood of its answers if the class applies
-        (``present``) and if it does not (``absent``), (n_tasks, K) each."""
+        design = self._design
         log_s, log_miss = np.log(self.sensitivity_), np.log1p(-self.sensitivity_)
         log_p, log_false = np.log(self.specificity_), np.log1p(-self.specificity_)
-        present = self._design.task_sums(log_miss, log_s)
-        absent = self._design.task_sums(log_p, log_false)
-        return present, absent
+        # The sum over each task's answers of log P(y | z = 1) - log P(y | z = 0): one
+        # sparse product and one bincount (task_sums is linear in its two tables).
+        logit = design.task_sums(log_miss - log_p, log_s - log_false)
+        log_tau, log_not_tau = np.log(self.prototypes_), np.log1p(-self.prototypes_)
+        tau_logit = log_tau - log_not_tau
+        # plus the clusters' log-odds of each class under q(c): c1 - c0, with c1, c0
+        # the expected log-priors of the class applying and not
+        logit += self.cluster_probas_ @ tau_logit
+        # one exp serves the sigmoid and the softplus (scipy's expit and np.logaddexp
+        # cost several times more on (n_tasks, K) arrays); in place where it can, as a
+        # fresh temporary of that size costs its page faults on every iteration
+        small = np.abs(logit)
+        np.negative(small, out=small)
+        np.exp(small, out=small)
+        work = np.log1p(small)
+        softplus = work.sum()
+        softplus += np.maximum(logit, 0.0, out=work).sum()
+        mu = np.where(logit >= 0, 1.0, small)
+        small += 1.0
+        mu /= small
+        # The bound's own part, summed over tasks and classes: mu (present - c1) +
+        # (1 - mu)(absent - c0) + H(mu) = absent + softplus(logit) - mu (c1 - c0),
+        # where mu maximises the same with c1, c0 added. Sum(absent) needs no (n_tasks,
+        # K) pass: every annotation adds log p_jk on every class, and log(1 - p_jk) -
+        # log p_jk where it selected k; sum(mu (c1 - c0)) is a (clusters x K) sum.
+        absent = design.n_answers @ log_p.sum(axis=1)
+        absent += np.sum(design.n_selected * (log_false - log_p))
+        prior = np.sum((self.cluster_probas_.T @ mu) * tau_logit)
+        # log r_ic = log pi_c + sum_k mu_ik log tau_ck + (1 - mu_ik) log(1 - tau_ck),
+        # laid out (clusters, n_tasks) so that the softmax runs over a few long rows
+        scores = tau_logit @ mu.T
+        scores += (np.log(self.cluster_priors_) + log_not_tau.sum(axis=1))[:, None]
+        cluster_probas, log_norm = softmax_columns(scores)
+        self.cluster_probas_ = cluster_probas.T
+        self.probas_ = mu
+        return float(log_norm.sum() + absent + softplus - prior)
+
+
+def softmax_columns(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column-wise softmax of (n_clusters, n_tasks) log scores, in place: the
+    probabilities (same layout) and each column's log normaliser (n_tasks,).
+
+    With a few long rows, the column maximum is a running ``np.maximum`` over the rows
+    and the column sum a product with a vector of ones: each a pass over contiguous
+    memory (3x faster than a row-wise softmax of the (n_tasks, n_clusters) transpose).
+    """
+    shift = scores[0].copy()
+    for row in scores[1:]:
+        np.maximum(shift, row, out=shift)
+    scores -= shift
+    np.exp(scores, out=scores)
+    totals = np.ones(len(scores)) @ scores
+    scores /= totals
+    return scores, shift + np.log(totals)
 
 
 def squared_distances(points: np.ndarray, centres: np.ndarray) -> np.ndarray:
@@ -210,7 +247,7 @@ def kmeans_plus_plus(points: np.ndarray, n: int, random_state: int | None) -> np
     the order of the rows (the tasks), only on ``random_state``.
     """
     rng = np.random.default_rng(random_state)
-    rows, copies = np.unique(points, axis=0, return_counts=True)
+    rows, copies = unique_rows(points)
     seeds = [rows[rng.choice(len(rows), p=copies / copies.sum())]]
     nearest = squared_distances(rows, seeds[0][None, :])[:, 0]
     while len(seeds) < n:
@@ -221,3 +258,16 @@ def kmeans_plus_plus(points: np.ndarray, n: int, random_state: int | None) -> np
         seeds.append(rows[rng.choice(len(rows), p=weight / total)])
         nearest = np.minimum(nearest, squared_distances(rows, seeds[-1][None, :])[:, 0])
     return np.array(seeds)
+
+
+def unique_rows(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of a 2-D float array in lexicographic order, and how many
+    times each occurs: ``np.unique(points, axis=0, return_counts=True)`` for arrays
+    without NaN, by one ``lexsort`` and a comparison of neighbours (about 6x faster
+    on 200,000 x 8 vote shares than NumPy's sort of row records)."""
+    order = np.lexsort(points.T[::-1])
+    ordered = points[order]
+    first = np.ones(len(points), dtype=bool)
+    first[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
+    starts = np.flatnonzero(first)
+    return ordered[starts], np.diff(np.append(starts, len(points)))
