@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from crowdlearn.cli import cli
 from crowdlearn.learning import MODEL_FORMAT, load_model, model_info
+from tests.cli._pets import refused, write_pets
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "learning"))
 from text_toys import text_crowd
@@ -32,38 +33,17 @@ def learn(*args):
     return result
 
 
-def refused(result, message):
-    """One error line holding ``message`` (a regular expression), exit status 2."""
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("crowdlearn: error: "), lines
-    assert re.search(message, lines[0]), lines[0]
-
-
 @pytest.fixture(scope="module")
 def pets(tmp_path_factory):
     """answers.csv with classes cat and dog, features.csv (task, f0..f4), a model
     trained on them by ``crowdlearn learn``, and new items X.npy."""
     folder = tmp_path_factory.mktemp("pets")
-    rng = np.random.default_rng(0)
-    truth = rng.integers(0, 2, size=40)
-    X = rng.normal(size=(40, 5)) + 2.0 * truth[:, None]
-    rows = [
-        (f"t{t}", f"w{w}", ["cat", "dog"][c if rng.random() < 0.8 else 1 - c])
-        for t, c in enumerate(truth)
-        for w in range(3)
-    ]
-    pd.DataFrame(rows, columns=["task", "worker", "label"]).to_csv(
-        folder / "answers.csv", index=False
-    )
-    table = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
-    table.insert(0, "task", [f"t{t}" for t in range(40)])
-    table.to_csv(folder / "features.csv", index=False)
+    write_pets(folder, n_tasks=40, n_features=5)
     learn(
         folder / "answers.csv", "-s", "crowdlayer", "--features", folder / "features.csv",
         *QUICK, "-o", folder / "out",
     )  # fmt: skip
-    new = rng.normal(size=(9, 5)) + 2.0 * (np.arange(9) % 2)[:, None]
+    new = np.random.default_rng(1).normal(size=(9, 5)) + 2.0 * (np.arange(9) % 2)[:, None]
     np.save(folder / "X.npy", new)
     return folder
 

@@ -11,17 +11,16 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import re
 import shlex
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 import torch
 from click.testing import CliRunner
 
 from crowdlearn.cli import cli
+from tests.cli._pets import refused, write_pets
 
 
 class Payload:
@@ -53,33 +52,11 @@ def invoke(*args):
     return CliRunner().invoke(cli, [*map(str, args)])
 
 
-def refused(result, message):
-    """One error line holding ``message`` (a regular expression), exit status 2."""
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("crowdlearn: error: "), lines
-    assert re.search(message, lines[0]), lines[0]
-
-
 @pytest.fixture(scope="module")
 def pets(tmp_path_factory):
     """answers.csv (cat/dog, 3 workers a task), features.csv and new items X.npy."""
     folder = tmp_path_factory.mktemp("pets")
-    rng = np.random.default_rng(0)
-    truth = rng.integers(0, 2, size=30)
-    X = rng.normal(size=(30, 4)) + 2.0 * truth[:, None]
-    rows = [
-        (f"t{t}", f"w{w}", ["cat", "dog"][c if rng.random() < 0.8 else 1 - c])
-        for t, c in enumerate(truth)
-        for w in range(3)
-    ]
-    pd.DataFrame(rows, columns=["task", "worker", "label"]).to_csv(
-        folder / "answers.csv", index=False
-    )
-    table = pd.DataFrame(X, columns=[f"f{i}" for i in range(4)])
-    table.insert(0, "task", [f"t{t}" for t in range(30)])
-    table.to_csv(folder / "features.csv", index=False)
-    np.save(folder / "X.npy", rng.normal(size=(5, 4)))
+    write_pets(folder, n_tasks=30, n_features=4)
     return folder
 
 
