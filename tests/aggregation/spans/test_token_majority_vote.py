@@ -22,14 +22,17 @@ def _fit(tags, tokens=("a", "b", "c")):
 def test_majority_per_token_and_ties_to_o():
     mv = _fit([["B-A", "I-A", "O"], ["B-A", "O", "B-B"], ["B-A", "I-A", "O"], ["O", "O", "B-C"]])
     # token 0: B-A 3 votes; token 1: I-A 2 vs O 2 -> tie -> O; token 2: O 2, B-B 1, B-C 1 -> O
-    assert mv.predict().values.tolist() == [["d", 0, 1, "A"]]
+    assert mv.predict().values.tolist() == [["d", 0, 1, "A", 0.75]]  # 3 of 4 workers
+    np.testing.assert_allclose([m.sum(axis=1) for m in mv.marginals_], [[1.0, 1.0, 1.0]])
 
 
 def test_result_is_repaired_to_valid_bio():
     with pytest.warns(CrowdDataWarning, match="3 I- tag"):  # the workers' orphan I-A
         mv = _fit([["O", "I-A", "I-A"], ["B-B", "I-A", "I-A"], ["O", "I-A", "O"]])
     # voted: O, I-A, I-A -> the orphan I-A opens a span
-    assert mv.predict().values.tolist() == [["d", 1, 3, "A"]]
+    # the score: mean of 3/3 (B-A on token 1) and 2/3 (I-A on token 2)
+    assert mv.predict()[["task", "start", "end", "label"]].values.tolist() == [["d", 1, 3, "A"]]
+    assert mv.predict()["score"].tolist() == pytest.approx([(1 + 2 / 3) / 2])
 
 
 def test_repair_and_read_codes():

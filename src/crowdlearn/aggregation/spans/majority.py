@@ -47,9 +47,13 @@ class TokenMajorityVote:
     ----------
     tags_ : list of ndarray
         Per task (code order), the aggregated BIO codes into ``data.tag_names()``.
+    marginals_ : list of ndarray
+        Per task (code order), each token's share of the task's workers voting each tag
+        (shape ``(n_tokens, 1 + 2 * n_labels)``, rows sum to one).
     labels_ : DataFrame
         The aggregated spans: task (id), start, end (token indices, end exclusive),
-        label (id).
+        label (id), score (the mean over the span's tokens of the share of workers
+        who gave the token its aggregated tag).
 
     Examples
     --------
@@ -57,7 +61,7 @@ class TokenMajorityVote:
     ...     [["B-PER", "I-PER"], ["B-PER", "O"], ["B-PER", "I-PER"]],
     ...     tokens={"d": ["Ada", "Lovelace"]})
     >>> TokenMajorityVote().fit(s).predict().values.tolist()
-    [['d', 0, 2, 'PER']]
+    [['d', 0, 2, 'PER', 0.8333333333333333]]
     """
 
     def fit(self, data: Spans) -> TokenMajorityVote:
@@ -68,9 +72,13 @@ class TokenMajorityVote:
         counts = [np.zeros((int(n), n_tags), dtype=np.int64) for n in data.n_tokens]
         for (task, _worker), codes in data.bio_codes().items():
             np.add.at(counts[task], (np.arange(len(codes)), codes), 1)
-        tags = []
-        rows: dict[str, list[Any]] = {"task": [], "start": [], "end": [], "label": []}
+        tags, marginals = [], []
+        rows: dict[str, list[Any]] = {
+            "task": [], "start": [], "end": [], "label": [], "score": []
+        }  # fmt: skip
         for task, table in enumerate(counts):
+            share = table / np.maximum(table.sum(axis=1, keepdims=True), 1)
+            marginals.append(share)
             best = table.max(axis=1, keepdims=True)
             winners = table == best
             chosen = np.where(winners.sum(axis=1) == 1, table.argmax(axis=1), 0)
@@ -81,8 +89,13 @@ class TokenMajorityVote:
                 rows["start"].append(start)
                 rows["end"].append(end)
                 rows["label"].append(data.labels[label])
+                picked = share[np.arange(start, end), chosen[start:end]]
+                rows["score"].append(float(picked.mean()))
         self.tags_ = tags
-        self.labels_ = pd.DataFrame(rows).astype({"start": np.int64, "end": np.int64})
+        self.marginals_ = marginals
+        self.labels_ = pd.DataFrame(rows).astype(
+            {"start": np.int64, "end": np.int64, "score": np.float64}
+        )
         return self
 
     def predict(self) -> pd.DataFrame:
