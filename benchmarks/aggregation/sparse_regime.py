@@ -42,7 +42,14 @@ implemented here as an M-step of an in-memory DawidSkene (:data:`CANDIDATES`):
   pooled rows, instead of the default's diagonal) -- a control, added after the first
   run, of whether the cells where DS trails MV at 3 and 5 labels a task (Bluebirds,
   ZenCrowd, where the old rule scores the same) come from workers with too few shared
-  tasks to estimate their own confusion.
+  tasks to estimate their own confusion;
+* ``vote-share prior``: the rule, with the class prior held at the answers' class
+  shares (a second control, added after the second run: on those cells the default's
+  class prior drifts far from the truth's, towards one class on Bluebirds and towards
+  the minority class on ZenCrowd);
+* ``one-coin``: :class:`~crowdlearn.aggregation.OneCoinDawidSkene` (one accuracy a
+  worker), the simpler model, as a control of whether the misses come from
+  Dawid-Skene's per-class confusions.
 """
 
 from __future__ import annotations
@@ -58,7 +65,7 @@ from benchmarks._registry import BenchResult, register
 from benchmarks.aggregation.real import DATASETS
 from benchmarks.campaign.replay import annotation_positions, revealed_data
 from crowdlearn import datasets
-from crowdlearn.aggregation import DawidSkene
+from crowdlearn.aggregation import DawidSkene, OneCoinDawidSkene
 from crowdlearn.aggregation._blocks import block_vote_counts, frequencies
 from crowdlearn.aggregation._design import normalise_log
 from crowdlearn.data import CrowdData
@@ -188,12 +195,34 @@ class PooledPrior(DawidSkene):
 #: puts 4 on the diagonal).
 POOLED_STRENGTH = 8.0
 
+
+class VoteSharePrior(DawidSkene):
+    """The default rule, with the class prior held at the crowd's answer shares (the
+    mean over annotated tasks of each task's vote frequencies) instead of re-estimated
+    from the posteriors: a control of whether the misses come from the class prior
+    drifting away from what the answers show."""
+
+    def _initialize(
+        self, data: CrowdData, gold: Any = None, initial_confusions: Any = None
+    ) -> None:
+        super()._initialize(data, gold, initial_confusions)
+        votes = data.vote_counts.toarray().astype(np.float64)
+        shares = frequencies(votes[votes.sum(axis=1) > 0], np.dtype(np.float64)).mean(axis=0)
+        self._vote_shares = shares
+
+    def _set_parameters(self, counts: np.ndarray, totals: np.ndarray, n_workers: int) -> None:
+        super()._set_parameters(counts, totals, n_workers)
+        self.priors_ = self._vote_shares.astype(self._dtype)
+
+
 #: Candidate rules of the candidates table (column label -> estimator class).
 CANDIDATES: dict[str, type] = {
     "counts only": CountsOnly,
     "out of the prior too": OutOfThePrior,
     "cavity": Cavity,
     "pooled prior": PooledPrior,
+    "vote-share prior": VoteSharePrior,
+    "one-coin": OneCoinDawidSkene,
 }
 
 
