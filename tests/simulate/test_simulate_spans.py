@@ -128,13 +128,13 @@ def test_each_error_happens_at_its_stated_rate():
     assert len(spans) / (5 * len(data.truth)) == pytest.approx(0.7, abs=0.01)
     # type confusion: exact bounds, another type, at the rate
     data = simulate_spans(**base, **{**PERFECT, "type_confusion": 0.2})
-    spans, merged = _exact(data)
+    _, merged = _exact(data)
     assert merged["label_t"].notna().all()
     assert (merged["label"] != merged["label_t"]).mean() == pytest.approx(0.2, abs=0.01)
     # boundaries: the type kept, the span moved for about the rate (less the extensions
     # that hit a sentence edge or a neighbouring entity)
     data = simulate_spans(**base, **{**PERFECT, "boundary": 0.5})
-    spans, merged = _exact(data)
+    _, merged = _exact(data)
     moved = merged["label_t"].isna().mean()
     assert 0.3 < moved <= 0.5
     # false spans: Poisson per sentence and worker (less those that overlap another)
@@ -149,7 +149,7 @@ def test_poor_workers_are_worse():
     data, info = simulate_spans(n_tasks=200, n_workers=20, per_task=5, poor=0.3,
                                 random_state=2, return_info=True)  # fmt: skip
     assert info["poor"].any() and not info["poor"].all()
-    spans, merged = _exact(data)
+    _, merged = _exact(data)
     hit = (merged["label"] == merged["label_t"]).groupby(merged["worker"]).mean()
     poor = info["poor"][hit.index]
     assert hit[poor].mean() < hit[~poor].mean()
@@ -188,6 +188,6 @@ def test_confusion_matrix_directs_the_wrong_types():
     matrix[0, 1] = 1.0
     data = simulate_spans(n_tasks=50, **{**PERFECT, "type_confusion": 1.0},
                           confusion_matrix=matrix, random_state=0)  # fmt: skip
-    spans, merged = _exact(data)
+    _, merged = _exact(data)
     expected = np.where(merged["label_t"] == 0, 1, 0)
     assert (merged["label"].to_numpy() == expected).all()
