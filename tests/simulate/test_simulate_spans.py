@@ -175,11 +175,23 @@ def test_token_vocabularies():
         ({"mean_entity_length": 0.5}, "mean_entity_length must be in"),
         ({"confusion_matrix": np.eye(3)}, "must be 4 x 4"),
         ({"confusion_matrix": np.eye(4)}, "weight off its diagonal"),
+        ({"n_labels": 1_000_000}, "n_labels must be at most 1000"),
     ],
 )
 def test_bad_parameters(kwargs, message):
     with pytest.raises(ValueError, match=message):
         simulate_spans(**kwargs)
+
+
+def test_default_confusion_is_uniform_over_the_other_types():
+    data = simulate_spans(n_tasks=400, n_labels=3, **{**PERFECT, "type_confusion": 1.0},
+                          random_state=0)  # fmt: skip
+    _, merged = _exact(data)
+    pairs = pd.crosstab(merged["label_t"], merged["label"])
+    assert (np.diag(pairs.to_numpy()) == 0).all()
+    off = pairs.to_numpy()[~np.eye(3, dtype=bool)].reshape(3, 2)
+    shares = off / off.sum(axis=1, keepdims=True)
+    assert np.abs(shares - 0.5).max() < 0.05
 
 
 def test_confusion_matrix_directs_the_wrong_types():

@@ -59,7 +59,7 @@ import pandas as pd
 from crowdlearn.data.spans import Spans
 from crowdlearn.simulate._checks import check_int, check_real
 
-__all__ = ["LABEL_NAMES", "simulate_spans"]
+__all__ = ["LABEL_NAMES", "MAX_LABELS", "simulate_spans"]
 
 #: The type names of up to four types (CoNLL-2003's, sorted).
 LABEL_NAMES = ("LOC", "MISC", "ORG", "PER")
@@ -125,18 +125,22 @@ def _lengths(rng: np.random.Generator, n: int, mean: float, longest: int) -> np.
     return np.minimum(rng.geometric(1.0 / mean, n), longest).astype(np.int64)
 
 
-def _confusion_cdf(matrix: Any, n_labels: int) -> np.ndarray:
-    """Row-wise cumulative probabilities of another type (the diagonal zeroed)."""
+#: Most entity types (each has its own words and two tags).
+MAX_LABELS = 1000
+
+
+def _confusion_cdf(matrix: Any, n_labels: int) -> np.ndarray | None:
+    """Row-wise cumulative probabilities of another type (the diagonal zeroed); None
+    for the default (uniform over the other types)."""
     if matrix is None:
-        table = np.ones((n_labels, n_labels))
-    else:
-        table = np.array(matrix, dtype=float)
-        if table.shape != (n_labels, n_labels):
-            raise ValueError(
-                f"confusion_matrix must be {n_labels} x {n_labels}, got shape {table.shape}"
-            )
-        if not np.isfinite(table).all() or (table < 0).any():
-            raise ValueError("confusion_matrix must hold finite non-negative numbers")
+        return None
+    table = np.array(matrix, dtype=float)
+    if table.shape != (n_labels, n_labels):
+        raise ValueError(
+            f"confusion_matrix must be {n_labels} x {n_labels}, got shape {table.shape}"
+        )
+    if not np.isfinite(table).all() or (table < 0).any():
+        raise ValueError("confusion_matrix must hold finite non-negative numbers")
     np.fill_diagonal(table, 0.0)
     sums = table.sum(axis=1, keepdims=True)
     if n_labels > 1 and (sums == 0).any():
@@ -243,6 +247,8 @@ def simulate_spans(
     if per_task > n_workers:
         raise ValueError(f"per_task={per_task} exceeds n_workers={n_workers}")
     n_labels = check_int("n_labels", n_labels)
+    if n_labels > MAX_LABELS:
+        raise ValueError(f"n_labels must be at most {MAX_LABELS}, got {n_labels}")
     sentences = _int_range("sentences", sentences)
     sentence_length = _int_range("sentence_length", sentence_length)
     entity_rate = check_real("entity_rate", entity_rate, 0.0, 1.0)
@@ -341,7 +347,11 @@ def simulate_spans(
     if n_labels > 1:
         confused = rng.random(len(ent)) < rates["type_confusion"][w]
         draw = rng.random(int(confused.sum()))
-        lab[confused] = (draw[:, None] > cdf[lab[confused]]).sum(axis=1)
+        if cdf is None:  # uniform over the other types
+            shift = np.minimum((draw * (n_labels - 1)).astype(np.int64), n_labels - 2) + 1
+            lab[confused] = (lab[confused] + shift) % n_labels
+        else:
+            lab[confused] = (draw[:, None] > cdf[lab[confused]]).sum(axis=1)
 
     # ---- false spans: Poisson per (worker, sentence), dropped where they overlap
     first_sent = _exclusive_cumsum(n_sent)
