@@ -3,10 +3,11 @@
 Run as ``python -m benchmarks.spans._measure_speed --strategy NAME --n-tasks N --seed S
 [--reference-repeats R]``. The child simulates the crowd
 (:func:`crowdlearn.simulate.simulate_spans` with :data:`CROWD` and ``n_tasks``
-documents; not timed), times the fixed reference (:func:`reference_seconds`), gives
+documents; timed apart), times the fixed reference (:func:`reference_seconds`), gives
 freed memory back to the system, resets its peak-RSS counter and times
 ``SPAN_STRATEGIES[NAME]().fit(data)`` alone. It prints one JSON object: ``status``,
-``n_tokens``, ``n_spans`` (worker spans), ``fit_seconds``, ``reference_seconds``,
+``n_tokens``, ``n_spans`` (worker spans), ``fit_seconds``, ``simulate_seconds`` (the
+simulation's own time), ``reference_seconds``,
 ``peak_fit_bytes`` (peak RSS during the fit minus RSS just before it), ``peak_reset``
 (whether the peak counter could be reset: without it the peak covers the simulation too)
 and the strict span ``precision``, ``recall``, ``f1`` against the simulated truth.
@@ -60,7 +61,9 @@ def measure(strategy: str, n_tasks: int, seed: int, repeats: int) -> dict[str, A
     from crowdlearn.metrics import span_scores
     from crowdlearn.simulate.spans import simulate_spans
 
+    start = time.perf_counter()
     data = simulate_spans(n_tasks=n_tasks, **CROWD, random_state=seed)
+    simulate_seconds = time.perf_counter() - start
     model = make_model(strategy)
     reference = reference_seconds(repeats)
     release_free_memory()
@@ -79,6 +82,7 @@ def measure(strategy: str, n_tasks: int, seed: int, repeats: int) -> dict[str, A
         "n_tokens": int(data.n_tokens.sum()),
         "n_spans": data.n_spans,
         "fit_seconds": seconds,
+        "simulate_seconds": simulate_seconds,
         "reference_seconds": reference,
         "peak_fit_bytes": (peak - before) * 1024,
         "peak_reset": peak_reset,

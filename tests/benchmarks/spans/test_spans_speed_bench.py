@@ -15,6 +15,7 @@ def test_quick_spans_speed(tmp_path):
     assert (raw["status"] == "ok").all(), raw.get("error")
     assert set(raw["strategy"]) == set(SPAN_STRATEGIES)  # every aggregator, none forgotten
     assert (raw["fit_seconds"] > 0).all() and (raw["reference_seconds"] > 0).all()
+    assert (raw["simulate_seconds"] > 0).all()
     assert raw["n_tokens"].between(4_000, 6_000).all() and (raw["peak_fit_bytes"] >= 0).all()
     assert raw["f1"].between(0, 1).all()
     mv = raw[raw["strategy"] == "mv"].iloc[0]
@@ -35,6 +36,7 @@ def _fake(failing: dict[tuple[str, int], str]):
         return {
             "status": "ok", "n_tokens": n_tasks * 175, "fit_seconds": n_tasks / 50 + seed,
             "reference_seconds": 0.5, "peak_fit_bytes": 2**20 * n_tasks, "f1": 0.9,
+            "simulate_seconds": 0.1,
         }  # fmt: skip
 
     return fit, calls
