@@ -263,6 +263,9 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
             "masks-memory",
         ),
     ),
+    # issue 45: spans (named entities) as an answer kind; its aggregation and learning
+    # benchmarks add their names here
+    "spans": ("Spans and sequence tags", ("spans-speed",)),
 }
 
 

@@ -1593,6 +1593,38 @@ CASES: list[Case] = [
         ],
         "ckpt/checkpoint.pt: a PyTorch pickle (torch.save), the checkpoint format",
     ),
+    # ---- issue 45: span simulator (crowdlearn simulate spans)
+    Case(
+        "simulate-spans-existing-folder",
+        ["simulate", "spans", "--n-task", "5", "-o", "out"],
+        OVER,
+        target=("out", "folder"),
+    ),
+    Case(
+        "simulate-spans-feedback-over-workers",
+        ["simulate", "spans", "--feedback", "30", "-o", "out"],
+        "--feedback 30 exceeds --n-worker 20",
+    ),
+    Case(
+        "simulate-spans-foreign-option",
+        ["simulate", "spans", "--workerload", "3", "-o", "out"],
+        "--workerload: not an option of strategy 'spans'",
+    ),
+    Case(
+        "simulate-spans-option-elsewhere",
+        ["simulate", "ratings", "--miss", "0.2", "-o", "out"],
+        "--miss: not an option of strategy 'ratings'",
+    ),
+    Case(
+        "simulate-spans-miss-above-one",
+        ["simulate", "spans", "--miss", "1.5", "-o", "out"],
+        "'--miss'",
+    ),
+    Case(
+        "simulate-spans-million-types",
+        ["simulate", "spans", "--n-classes", "1000000", "-o", "out"],
+        "--n-classes must be at most 1000",
+    ),
 ]
 
 IDS = [case.id for case in CASES]

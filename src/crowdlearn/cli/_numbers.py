@@ -65,6 +65,10 @@ NUMBERS: dict[str, Bounds] = {
     "--load-skew": Bounds(0),
     "--imbalance-ratio": Bounds(1),
     "--n-comparisons": POSITIVE_INT,
+    "--miss": SHARE,
+    "--boundary": SHARE,
+    "--type-confusion": SHARE,
+    "--false-spans": Bounds(0),
     # next, replay (the campaign loop)
     "--budget": POSITIVE_INT,
     "--target-confidence": Bounds(0, 1, low_open=True),

@@ -36,7 +36,10 @@ STRATEGY_NAMES = (
     "label-sets",
     "ratings",
     "comparisons",
+    "spans",
 )
+#: Options of the spans simulator only (``crowdlearn simulate spans``), by parameter.
+SPAN_OPTIONS = ("miss", "boundary", "type_confusion", "false_spans")
 #: The simulators of the other answer kinds, and the long file each writes.
 KIND_FILES = {
     "label-sets": "label_sets.csv",
@@ -144,6 +147,48 @@ def _simulate_kind(strategy: str, seed: int, options: dict[str, Any]) -> Any:
     )
 
 
+def _simulate_spans(
+    outputs: Outputs, out: Any, output: str, seed: int, options: dict[str, Any]
+) -> None:
+    """``simulate spans``: a span crowd written as per-worker CoNLL folders."""
+    from crowdlearn.io.conll_writer import write_conll_folders
+    from crowdlearn.simulate.spans import simulate_spans
+
+    names = {"n_task": "n_tasks", "n_worker": "n_workers", "feedback": "per_task",
+             "n_classes": "n_labels", "ratio": "poor", **{k: k for k in SPAN_OPTIONS}}  # fmt: skip
+    given = {k: v for k, v in options.items() if v is not None}
+    unknown = [k for k in given if k not in names]
+    if unknown:
+        flags = ", ".join("--" + k.replace("_", "-") for k in unknown)
+        raise CrowdDataError(f"{flags}: not an option of strategy 'spans'")
+    kwargs = {names[k]: v for k, v in given.items()}
+    if kwargs.get("per_task", 5) > kwargs.get("n_workers", 20):
+        raise CrowdDataError(
+            f"--feedback {kwargs.get('per_task', 5)} exceeds --n-worker "
+            f"{kwargs.get('n_workers', 20)}: a document's workers are distinct"
+        )
+    try:
+        data, info = simulate_spans(**kwargs, random_state=seed, return_info=True)
+    except ValueError as error:  # named by the command line's flags
+        message = str(error)
+        for flag, name in names.items():
+            message = message.replace(name, "--" + flag.replace("_", "-"))
+        raise CrowdDataError(message) from None
+    details = {
+        "strategy": "spans",
+        "params": {**kwargs, "seed": seed},
+        "workers": {
+            str(w): {k: _plain(info[k][i]) for k in (*SPAN_OPTIONS, "poor")}
+            for i, w in enumerate(data.worker_ids.tolist())
+        },
+    }
+    with outputs:
+        write_conll_folders(data, out.staged, breaks=info["sentence_starts"])
+        with atomic_open(out.staged / "simulation.json") as handle:
+            json.dump(details, handle, indent=1)
+    click.echo(f"spans: {data} -> {output}: mturk_train_data/, ground_truth/, simulation.json")
+
+
 def _kind_frame(data: Any) -> Any:
     """The long table of a simulated kind, with its truth (a column, or truth.csv's)."""
     frame = data.to_frame()
@@ -246,6 +291,20 @@ def _is_json(value: Any) -> bool:
     type=number("--n-comparisons"),
     help="comparisons: how many pairs to judge (default 20 per item).",
 )
+@click.option("--miss", type=number("--miss"), help="spans: every worker's miss rate.")
+@click.option(
+    "--boundary", type=number("--boundary"), help="spans: every worker's boundary error rate."
+)
+@click.option(
+    "--type-confusion",
+    type=number("--type-confusion"),
+    help="spans: every worker's type confusion rate.",
+)
+@click.option(
+    "--false-spans",
+    type=number("--false-spans"),
+    help="spans: every worker's mean false spans per sentence.",
+)
 @click.option("--overwrite", is_flag=True, help="Replace an existing output folder (as a whole).")
 def simulate(
     strategy: str,
@@ -272,11 +331,28 @@ def simulate(
     ratings (ratings.csv; simulate_ratings) and comparisons (comparisons.csv in
     crowd-kit's layout, --n-task items with standard normal true scores, truth.csv; see
     simulate_comparisons for the worker mix).
+
+    spans writes per-worker CoNLL folders (mturk_train_data/WORKER/DOC.txt and the true
+    tags in ground_truth/DOC.txt, NER-MTurk's layout, read back by --kind spans) and
+    simulation.json (each worker's rates): --n-task documents, --n-worker workers,
+    --feedback workers per document, --n-classes entity types, --ratio the share of poor
+    workers; --miss, --boundary, --type-confusion and --false-spans fix a rate for every
+    worker (poor workers' times 3) instead of drawing it (see
+    crowdlearn.simulate.simulate_spans).
     """
     from crowdlearn import simulate as simulators
 
+    span_options = {k: options.pop(k) for k in SPAN_OPTIONS}
+    if strategy != "spans":
+        given = [k for k, v in span_options.items() if v is not None]
+        if given:
+            flags = ", ".join("--" + k.replace("_", "-") for k in given)
+            raise CrowdDataError(f"{flags}: not an option of strategy {strategy!r}")
     outputs = Outputs(overwrite)
     out = outputs.folder(output)
+    if strategy == "spans":
+        _simulate_spans(outputs, out, output, seed, {**options, **span_options})
+        return
     if strategy in KIND_FILES:
         data = _simulate_kind(strategy, seed, options)
         written = [KIND_FILES[strategy]]

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         student_teacher,
     )
     from crowdlearn.simulate.ratings import simulate_ratings
+    from crowdlearn.simulate.spans import simulate_spans
     from crowdlearn.simulate.texts import simulate_texts
 
     #: Command-line name of each simulator that needs no data set.
@@ -93,6 +94,7 @@ __getattr__, __dir__ = attach(
         "simulate_ratings": ".ratings",
         "simulate_texts": ".texts",
         "simulate_boxes": ".boxes",
+        "simulate_spans": ".spans",
     },
     factories={"STRATEGIES": _strategies},
 )
@@ -115,6 +117,7 @@ __all__ = [
     "simulate_label_sets",
     "simulate_masks",
     "simulate_ratings",
+    "simulate_spans",
     "simulate_texts",
     "student_teacher",
     "write_synthetic_parquet",

@@ -2,12 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
+from crowdlearn.aggregation.spans._flat import (
+    repair_bio_flat,
+    spans_of_codes,
+    task_offsets,
+    token_votes,
+)
 from crowdlearn.data.spans import Spans
+
+#: ``numpy.mean`` adds fewer than 8 values in order and more pairwise: spans of 8 tokens
+#: or more are averaged by ``numpy.mean`` itself, the shorter ones in its order, so that
+#: the scores match it bit for bit.
+_PAIRWISE_FROM = 8
+
+
+def _span_means(values: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """``values[s:e].mean()`` for each span, bit for bit as ``numpy.mean`` gives it."""
+    length = ends - starts
+    sums = values[starts] if len(starts) else np.zeros(0)
+    for k in range(1, _PAIRWISE_FROM - 1):
+        more = length > k
+        sums[more] += values[starts[more] + k]
+    means = sums / length
+    for i in np.flatnonzero(length >= _PAIRWISE_FROM).tolist():
+        means[i] = values[starts[i] : ends[i]].mean()
+    return means
 
 
 def repair_bio(codes: np.ndarray) -> np.ndarray:
@@ -65,37 +87,37 @@ class TokenMajorityVote:
     """
 
     def fit(self, data: Spans) -> TokenMajorityVote:
-        """Aggregate ``data`` (a :class:`~crowdlearn.data.Spans`)."""
+        """Aggregate ``data`` (a :class:`~crowdlearn.data.Spans`).
+
+        All tasks are voted at once over their concatenated tokens
+        (:mod:`~crowdlearn.aggregation.spans._flat`); the result is the one of the
+        per-task definition above (``tests/aggregation/spans/test_majority_flat.py``
+        checks it against a per-task loop).
+        """
         if not isinstance(data, Spans):
             raise TypeError(f"TokenMajorityVote fits Spans, got {type(data).__name__}")
-        n_tags = 1 + 2 * data.n_labels
-        counts = [np.zeros((int(n), n_tags), dtype=np.int64) for n in data.n_tokens]
-        for (task, _worker), codes in data.bio_codes().items():
-            np.add.at(counts[task], (np.arange(len(codes)), codes), 1)
-        tags, marginals = [], []
-        rows: dict[str, list[Any]] = {
-            "task": [], "start": [], "end": [], "label": [], "score": []
-        }  # fmt: skip
-        for task, table in enumerate(counts):
-            share = table / np.maximum(table.sum(axis=1, keepdims=True), 1)
-            marginals.append(share)
-            best = table.max(axis=1, keepdims=True)
-            winners = table == best
-            chosen = np.where(winners.sum(axis=1) == 1, table.argmax(axis=1), 0)
-            chosen = repair_bio(chosen.astype(np.int32))
-            tags.append(chosen)
-            for start, end, label in bio_to_spans(chosen):
-                rows["task"].append(data.task_ids[task])
-                rows["start"].append(start)
-                rows["end"].append(end)
-                rows["label"].append(data.labels[label])
-                picked = share[np.arange(start, end), chosen[start:end]]
-                rows["score"].append(float(picked.mean()))
-        self.tags_ = tags
-        self.marginals_ = marginals
-        self.labels_ = pd.DataFrame(rows).astype(
-            {"start": np.int64, "end": np.int64, "score": np.float64}
-        )
+        offsets = task_offsets(data.n_tokens)
+        table = token_votes(data)
+        share = table / np.maximum(table.sum(axis=1, keepdims=True), 1)
+        best = table.max(axis=1, keepdims=True)
+        unique = (table == best).sum(axis=1) == 1
+        chosen = np.where(unique, table.argmax(axis=1), 0).astype(np.int32)
+        chosen = repair_bio_flat(chosen, offsets)
+        task, start, end, label = spans_of_codes(chosen, offsets)
+        picked = share[np.arange(len(chosen)), chosen]
+        score = _span_means(picked, offsets[task] + start, offsets[task] + end)
+        cuts = offsets[1:-1]
+        self.tags_ = np.split(chosen, cuts)
+        self.marginals_ = np.split(share, cuts)
+        self.labels_ = pd.DataFrame(
+            {
+                "task": data.task_ids[task].tolist(),
+                "start": start.tolist(),
+                "end": end.tolist(),
+                "label": np.asarray(data.labels)[label].tolist(),
+                "score": score.tolist(),
+            }
+        ).astype({"start": np.int64, "end": np.int64, "score": np.float64})
         return self
 
     def predict(self) -> pd.DataFrame:
