@@ -56,9 +56,9 @@ class _ChainCrowd:
         self.decode = decode
 
     # ------------------------------------------------------------------ pieces
-    def _confusion_prior(self, k: int) -> np.ndarray:
+    def _confusion_prior(self, k: int, sequential: bool) -> np.ndarray:
         eye = np.eye(k)
-        if self._sequential:  # [true, previous given, given]
+        if sequential:  # [true, previous given, given]
             return self.prior + self.prior_correct * eye[:, None, :]
         return self.prior + self.prior_correct * eye
 
@@ -90,36 +90,50 @@ class _ChainCrowd:
         post = table.vote_shares()
         xi = post[:-1][~first[1:]].T @ post[1:][~first[1:]]
         start = post[first].sum(axis=0)
-        conf_prior = self._confusion_prior(k)
-        previous_ll = -np.inf
+        # Stages: the plain confusions first; then (BSC) the confusions conditioned on
+        # the worker's previous code, started from that consensus (from the vote alone
+        # they can explain a worker's span continuation by habit and lose the true I
+        # tags); then the word model, which refines the consensus rather than locking
+        # in the initial vote. Each stage runs until the likelihood settles, at most
+        # n_iter iterations.
+        stages = ["plain"] + (["sequential"] if self._sequential else []) + (
+            ["words"] if words is not None else []
+        )
         it = 0
-        for it in range(1, self.n_iter + 1):
-            # M-step
-            counts = (
-                table.seq_confusion_counts(post) if self._sequential
-                else table.confusion_counts(post)
-            ) + conf_prior  # fmt: skip
-            log_conf = self._log_params(counts)
-            trans_counts = np.where(allowed, xi + self.transition_prior, 0.0)
-            log_trans = np.where(allowed, self._log_params(trans_counts), -np.inf)
-            start_counts = np.where(allowed[0], start + self.transition_prior, 0.0)
-            log_start = np.where(allowed[0], self._log_params(start_counts), -np.inf)
-            log_emission = table.loglik(log_conf)
-            if words is not None:
-                word_counts = np.stack(
-                    [np.bincount(words, weights=post[:, c], minlength=n_words) for c in range(k)]
-                ) + self.text_prior
-                log_words = self._log_params(word_counts)
-                log_emission += log_words[:, words].T
-            # E-step
-            shifted = log_emission - log_emission.max(axis=1, keepdims=True)
-            post, xi, start, ll = chains.forward_backward(
-                np.exp(shifted), np.exp(log_trans), np.exp(log_start)
-            )
-            ll += float(log_emission.max(axis=1).sum())
-            if abs(ll - previous_ll) <= self.tol * abs(ll):
-                break
-            previous_ll = ll
+        for stage_index, stage in enumerate(stages):
+            sequential = stage_index >= 1 and self._sequential
+            use_words = stage == "words"
+            conf_prior = self._confusion_prior(k, sequential)
+            previous_ll = -np.inf
+            for _ in range(self.n_iter):
+                it += 1
+                # M-step
+                counts = (
+                    table.seq_confusion_counts(post) if sequential
+                    else table.confusion_counts(post)
+                ) + conf_prior  # fmt: skip
+                log_conf = self._log_params(counts)
+                trans_counts = np.where(allowed, xi + self.transition_prior, 0.0)
+                log_trans = np.where(allowed, self._log_params(trans_counts), -np.inf)
+                start_counts = np.where(allowed[0], start + self.transition_prior, 0.0)
+                log_start = np.where(allowed[0], self._log_params(start_counts), -np.inf)
+                log_emission = table.loglik(log_conf)
+                if use_words:
+                    word_counts = np.stack(
+                        [np.bincount(words, weights=post[:, c], minlength=n_words)
+                         for c in range(k)]
+                    ) + self.text_prior  # fmt: skip
+                    log_emission += self._log_params(word_counts)[:, words].T
+                # E-step
+                shifted = log_emission - log_emission.max(axis=1, keepdims=True)
+                post, xi, start, ll = chains.forward_backward(
+                    np.exp(shifted), np.exp(log_trans), np.exp(log_start)
+                )
+                ll += float(log_emission.max(axis=1).sum())
+                converged = abs(ll - previous_ll) <= self.tol * abs(ll)
+                previous_ll = ll
+                if converged:
+                    break
         self.n_iter_ = it
         self.log_likelihood_ = ll
         self.transitions_ = normalise(trans_counts)
