@@ -76,8 +76,10 @@ def test_token_table_matches_bio_codes_and_previous_codes():
     table = TokenTable(data)
     codes = data.bio_codes()
     for (task, worker), expected in codes.items():
-        rows = (table.worker == worker) & (table.token >= table.offsets[task]) & (
-            table.token < table.offsets[task + 1]
+        rows = (
+            (table.worker == worker)
+            & (table.token >= table.offsets[task])
+            & (table.token < table.offsets[task + 1])
         )
         assert table.code[rows].tolist() == expected.tolist()
         assert table.prev[rows].tolist() == [0, *expected[:-1].tolist()]

@@ -79,9 +79,11 @@ class TokenTable:
 
     def vote_shares(self, smoothing: float = 0.0) -> np.ndarray:
         """Each token's share of its workers giving each code, shape (n_total, n_tags)."""
-        counts = np.bincount(
-            self.token * self.n_tags + self.code, minlength=self.n_total * self.n_tags
-        ).reshape(self.n_total, self.n_tags).astype(np.float64)
+        counts = (
+            np.bincount(self.token * self.n_tags + self.code, minlength=self.n_total * self.n_tags)
+            .reshape(self.n_total, self.n_tags)
+            .astype(np.float64)
+        )
         counts += smoothing
         total = counts.sum(axis=1, keepdims=True)
         counts[total[:, 0] == 0] = 1.0  # a token no worker saw: uniform
@@ -252,7 +254,9 @@ def normalise(counts: np.ndarray, axis: int = -1) -> np.ndarray:
     return counts / np.maximum(counts.sum(axis=axis, keepdims=True), TINY)
 
 
-def finish(model: Any, data: Spans, table: TokenTable, codes: np.ndarray, post: np.ndarray) -> None:
+def finish(
+    model: Any, data: Spans, table: TokenTable, codes: np.ndarray, post: np.ndarray
+) -> None:
     """Set ``tags_``, ``marginals_`` and ``labels_`` of a span aggregator from the
     global per-token ``codes`` (repaired to valid BIO per task) and posteriors ``post``.
 

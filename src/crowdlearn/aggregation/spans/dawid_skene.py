@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from crowdlearn.aggregation.spans._tokens import TokenTable, finish, normalise, worker_frame
 from crowdlearn.data.spans import Spans
@@ -57,7 +58,8 @@ class TokenDawidSkene:
         post = table.vote_shares()
         extra = self.prior + self.prior_correct * np.eye(k)
         it = 0
-        for it in range(1, self.n_iter + 1):
+        for step in range(1, self.n_iter + 1):
+            it = step
             confusion = normalise(table.confusion_counts(post) + extra)
             class_prior = normalise(post.sum(axis=0) + 1.0)
             log_post = table.loglik(np.log(confusion)) + np.log(class_prior)
@@ -76,6 +78,6 @@ class TokenDawidSkene:
         )
         return self
 
-    def predict(self):  # noqa: ANN201 - a DataFrame, as every span aggregator
+    def predict(self) -> pd.DataFrame:
         """The aggregated spans (``labels_``)."""
         return self.labels_

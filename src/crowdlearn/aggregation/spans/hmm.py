@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from scipy.special import digamma
 
 from crowdlearn.aggregation.spans._tokens import (
@@ -96,8 +97,10 @@ class _ChainCrowd:
         # tags); then the word model, which refines the consensus rather than locking
         # in the initial vote. Each stage runs until the likelihood settles, at most
         # n_iter iterations.
-        stages = ["plain"] + (["sequential"] if self._sequential else []) + (
-            ["words"] if words is not None else []
+        stages = (
+            ["plain"]
+            + (["sequential"] if self._sequential else [])
+            + (["words"] if words is not None else [])
         )
         it = 0
         for stage_index, stage in enumerate(stages):
@@ -150,7 +153,7 @@ class _ChainCrowd:
         self.worker_scores_ = worker_frame(data, diag.mean(axis=1))
         return self
 
-    def predict(self):  # noqa: ANN201 - a DataFrame, as every span aggregator
+    def predict(self) -> pd.DataFrame:
         """The aggregated spans (``labels_``)."""
         return self.labels_
 

@@ -93,9 +93,9 @@ class SpanVote:
             share = pd.Series(kept["score"].to_numpy(), index=key)
             own = pd.MultiIndex.from_frame(self.labels_[["task", "start", "end"]])
             self.labels_["score"] = share.reindex(own).to_numpy(dtype=np.float64)
-        hits = frame.merge(
-            kept[["task", "start", "end", "label"]], how="left", indicator=True
-        )["_merge"].eq("both")
+        hits = frame.merge(kept[["task", "start", "end", "label"]], how="left", indicator=True)[
+            "_merge"
+        ].eq("both")
         per_worker = np.bincount(frame["worker"], minlength=data.n_workers).astype(float)
         kept_per_worker = np.bincount(
             frame["worker"], weights=hits.to_numpy(dtype=float), minlength=data.n_workers
@@ -105,6 +105,6 @@ class SpanVote:
         self.worker_scores_ = worker_frame(data, score)
         return self
 
-    def predict(self):  # noqa: ANN201 - a DataFrame, as every span aggregator
+    def predict(self) -> pd.DataFrame:
         """The aggregated spans (``labels_``)."""
         return self.labels_
