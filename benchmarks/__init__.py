@@ -59,6 +59,7 @@ MODULES = (
     "learning.no_truth",
     "learning.raw_text",
     "self_crowd.benchmark",
+    "spans.aggregation",
     "speed.aggregation",
     "speed.frames",
     "speed.incremental",

@@ -263,6 +263,7 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
             "masks-memory",
         ),
     ),
+    "spans": ("Spans and sequence tags", ("spans-aggregation",)),
 }
 
 

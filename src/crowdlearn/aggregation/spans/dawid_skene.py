@@ -44,7 +44,7 @@ class TokenDawidSkene:
     """
 
     def __init__(
-        self, n_iter: int = 50, tol: float = 1e-5, prior: float = 0.01, prior_correct: float = 1.0
+        self, n_iter: int = 50, tol: float = 1e-5, prior: float = 1.0, prior_correct: float = 1.0
     ) -> None:
         self.n_iter = n_iter
         self.tol = tol
