@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 
 from crowdlearn.aggregation.spans.majority import bio_to_spans, repair_bio
 from crowdlearn.data.spans import Spans
@@ -89,41 +90,45 @@ class TokenTable:
         counts[total[:, 0] == 0] = 1.0  # a token no worker saw: uniform
         return counts / np.maximum(counts.sum(axis=1, keepdims=True), TINY)
 
+    def _incidence(self, sequential: bool) -> sparse.csr_matrix:
+        """Sparse (n_total, n_workers * n_tags [* n_tags]) 0/1 matrix: which (worker,
+        [previous code,] code) each token received; built once per model."""
+        key = "_seq_matrix" if sequential else "_matrix"
+        if getattr(self, key, None) is None:
+            k = self.n_tags
+            column = self.worker * k + self.code
+            n_columns = self.n_workers * k
+            if sequential:
+                column = (self.worker * k + self.prev) * k + self.code
+                n_columns *= k
+            matrix = sparse.csr_matrix(
+                (np.ones(len(column)), (self.token, column)), shape=(self.n_total, n_columns)
+            )
+            setattr(self, key, matrix)
+        return getattr(self, key)
+
     def confusion_counts(self, post: np.ndarray) -> np.ndarray:
         """Expected counts ``[worker, true code, given code]`` under the token
         posteriors ``post`` (n_total, n_tags)."""
         k = self.n_tags
-        index = self.worker * k + self.code
-        out = np.empty((self.n_workers, k, k))
-        for true in range(k):
-            out[:, true, :] = np.bincount(
-                index, weights=post[self.token, true], minlength=self.n_workers * k
-            ).reshape(self.n_workers, k)
-        return out
+        flat = np.asarray(self._incidence(False).T @ post)  # (worker * given, true)
+        return flat.reshape(self.n_workers, k, k).transpose(0, 2, 1)
 
     def seq_confusion_counts(self, post: np.ndarray) -> np.ndarray:
         """Expected counts ``[worker, true code, previous given code, given code]``."""
         k = self.n_tags
-        index = (self.worker * k + self.prev) * k + self.code
-        out = np.empty((self.n_workers, k, k, k))
-        for true in range(k):
-            out[:, true] = np.bincount(
-                index, weights=post[self.token, true], minlength=self.n_workers * k * k
-            ).reshape(self.n_workers, k, k)
-        return out
+        flat = np.asarray(self._incidence(True).T @ post)  # (worker * prev * given, true)
+        return flat.reshape(self.n_workers, k, k, k).transpose(0, 3, 1, 2)
 
     def loglik(self, log_conf: np.ndarray) -> np.ndarray:
         """Per token and true code, the summed log-probability of the workers' codes
         under ``log_conf[worker, true, given]`` (or ``[worker, true, prev, given]``)."""
         k = self.n_tags
-        out = np.empty((self.n_total, k))
-        for true in range(k):
-            if log_conf.ndim == 3:
-                weights = log_conf[self.worker, true, self.code]
-            else:
-                weights = log_conf[self.worker, true, self.prev, self.code]
-            out[:, true] = np.bincount(self.token, weights=weights, minlength=self.n_total)
-        return out
+        if log_conf.ndim == 3:
+            columns = log_conf.transpose(0, 2, 1).reshape(-1, k)  # (worker * given, true)
+            return np.asarray(self._incidence(False) @ columns)
+        columns = log_conf.transpose(0, 2, 3, 1).reshape(-1, k)
+        return np.asarray(self._incidence(True) @ columns)
 
     def first_tokens(self) -> np.ndarray:
         """Whether each global token opens its task."""
@@ -192,7 +197,8 @@ class Chains:
                 a = e[here] * start
             else:
                 prev = self.block(t - 1)
-                a = (alpha[prev][: self.active[t]] @ trans) * e[here]
+                # einsum, not @: BLAS is slow on tall, 9-column products
+                a = np.einsum("si,ij->sj", alpha[prev][: self.active[t]], trans) * e[here]
             s = a.sum(axis=1)
             s[s <= 0] = TINY
             alpha[here] = a / s[:, None]
@@ -203,7 +209,7 @@ class Chains:
             here, prev = self.block(t), self.block(t - 1)
             m = self.active[t]
             weighted = e[here] * beta[here] / scale[here][:, None]
-            beta[prev.start : prev.start + m] = weighted @ trans.T
+            beta[prev.start : prev.start + m] = np.einsum("sj,ij->si", weighted, trans)
             xi += (alpha[prev.start : prev.start + m].T @ weighted) * trans
         gamma = alpha * beta
         gamma /= np.maximum(gamma.sum(axis=1, keepdims=True), TINY)
