@@ -35,6 +35,7 @@ class _ChainCrowd:
     _sequential = False
     _bayes = False
     _text_prior = 1.0
+    _backoff = 0.0
 
     def __init__(
         self,
@@ -46,6 +47,7 @@ class _ChainCrowd:
         text: bool = True,
         text_prior: float | None = None,
         decode: str = "viterbi",
+        backoff: float | None = None,
     ) -> None:
         self.n_iter = n_iter
         self.tol = tol
@@ -55,6 +57,7 @@ class _ChainCrowd:
         self.text = text
         self.text_prior = self._text_prior if text_prior is None else text_prior
         self.decode = decode
+        self.backoff = self._backoff if backoff is None else backoff
 
     # ------------------------------------------------------------------ pieces
     def _confusion_prior(self, k: int, sequential: bool) -> np.ndarray:
@@ -103,10 +106,17 @@ class _ChainCrowd:
             + (["words"] if words is not None else [])
         )
         it = 0
+        counts = table.confusion_counts(post)
         for stage_index, stage in enumerate(stages):
             sequential = stage_index >= 1 and self._sequential
             use_words = stage == "words"
             conf_prior = self._confusion_prior(k, sequential)
+            if sequential and self.backoff > 0 and stage_index == 1:
+                # back-off prior: each previous-code row starts from the worker's plain
+                # confusion, worth `backoff` answers, so that a worker seen on few
+                # tokens keeps its plain confusion
+                plain = normalise(counts)  # the last plain M-step
+                conf_prior = conf_prior + self.backoff * plain[:, :, None, :]
             previous_ll = -np.inf
             for _ in range(self.n_iter):
                 it += 1
@@ -170,7 +180,9 @@ class HMMCrowd(_ChainCrowd):
     vectorised step per token position), the M-step a MAP estimate (Dirichlet
     pseudo-counts ``prior`` on every confusion cell plus ``prior_correct`` on the
     diagonal, ``transition_prior`` on allowed transitions, ``text_prior`` on words).
-    Initialised from the token vote shares. Decoded by Viterbi (``decode="viterbi"``,
+    Initialised from the token vote shares; the word model joins once the worker
+    confusions have converged without it (``backoff`` is for :class:`BSCSeq` only and
+    is 0 here). Decoded by Viterbi (``decode="viterbi"``,
     valid BIO by construction) or per-token maximum marginal (``"marginal"``,
     repaired to valid BIO).
 
@@ -203,7 +215,12 @@ class BSCSeq(_ChainCrowd):
     mean-field variational Bayes: Dirichlet priors on every confusion row (``prior``
     on every cell, ``prior_correct`` more on the diagonal), on the transitions
     (``transition_prior``) and on the words per tag (``text_prior``); the E-step uses
-    the expected log-parameters ``E[log p]`` in forward-backward.
+    the expected log-parameters ``E[log p]`` in forward-backward. The sequential
+    confusions start from a plain confusion fitted first, and their prior backs off to
+    it: each previous-code row gets ``backoff`` pseudo-answers spread as the worker's
+    plain confusion, so that a worker seen on few tokens keeps its plain confusion
+    (without it, on small crowds the model explained a worker's span continuation by
+    habit and lost the true ``I-`` tags).
 
     What is simplified against the paper: no integrated LSTM tagger (the text model is
     the independent word distribution per tag, the paper's default), fixed
@@ -222,3 +239,4 @@ class BSCSeq(_ChainCrowd):
     _sequential = True
     _bayes = True
     _text_prior = 0.1
+    _backoff = 10.0
