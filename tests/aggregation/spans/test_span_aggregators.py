@@ -195,6 +195,19 @@ def test_hmm_decodes_valid_bio_either_way():
     assert len(by_viterbi) and len(by_marginal)
     with pytest.raises(ValueError, match="decode"):
         HMMCrowd(decode="best").fit(data)
+    with pytest.raises(ValueError, match="confusion"):
+        HMMCrowd(confusion="matrix").fit(data)
+
+
+def test_hmm_confusion_vector_spreads_errors_evenly():
+    data = _simulate(n_tasks=10, seed=4)
+    vector = HMMCrowd().fit(data).confusion_  # the paper's default
+    full = HMMCrowd(confusion="full").fit(data).confusion_
+    for conf in (vector, full):
+        np.testing.assert_allclose(conf.sum(axis=-1), 1.0)
+    off = vector[~np.broadcast_to(np.eye(5, dtype=bool), vector.shape)].reshape(-1, 5, 4)
+    np.testing.assert_allclose(off, off[..., :1].repeat(4, axis=-1))
+    assert not np.allclose(full, vector)
 
 
 def test_span_vote_matches_exact_spans_and_resolves_overlaps_by_votes():

@@ -12,7 +12,7 @@ spans -s NAME``):
 
 - ``mv``: :class:`TokenMajorityVote`, per token the most voted tag (ties to O).
 - ``ds``: :class:`TokenDawidSkene`, a confusion over BIO tags per worker, EM on tokens.
-- ``hmm``: :class:`HMMCrowd` (Nguyen et al. 2017), a hidden tag chain, per-worker
+- ``hmm`` (default): :class:`HMMCrowd` (Nguyen et al. 2017), a hidden tag chain, per-worker
   confusions and a word model, EM with forward-backward, Viterbi decoding.
 - ``bsc``: :class:`BSCSeq`, in the spirit of BSC-seq (Simpson and Gurevych 2019): the
   worker's confusion conditioned on its previous tag, variational Bayes.
@@ -41,7 +41,7 @@ SPAN_STRATEGIES: dict[str, type] = {
 
 #: The span aggregator used when none is named: the best strict span F1 on the
 #: NER-MTurk val split in the ``spans-aggregation`` benchmark.
-DEFAULT_SPAN_STRATEGY = "bsc"
+DEFAULT_SPAN_STRATEGY = "hmm"
 
 __all__ = [
     "DEFAULT_SPAN_STRATEGY",

@@ -34,8 +34,9 @@ class _ChainCrowd:
 
     _sequential = False
     _bayes = False
-    _text_prior = 1.0
+    _text_prior = 0.1
     _backoff = 0.0
+    _confusion = "vector"
 
     def __init__(
         self,
@@ -48,6 +49,7 @@ class _ChainCrowd:
         text_prior: float | None = None,
         decode: str = "viterbi",
         backoff: float | None = None,
+        confusion: str | None = None,
     ) -> None:
         self.n_iter = n_iter
         self.tol = tol
@@ -58,6 +60,7 @@ class _ChainCrowd:
         self.text_prior = self._text_prior if text_prior is None else text_prior
         self.decode = decode
         self.backoff = self._backoff if backoff is None else backoff
+        self.confusion = self._confusion if confusion is None else confusion
 
     # ------------------------------------------------------------------ pieces
     def _confusion_prior(self, k: int, sequential: bool) -> np.ndarray:
@@ -65,6 +68,22 @@ class _ChainCrowd:
         if sequential:  # [true, previous given, given]
             return self.prior + self.prior_correct * eye[:, None, :]
         return self.prior + self.prior_correct * eye
+
+    def _confusion_mean(self, counts: np.ndarray, sequential: bool) -> np.ndarray:
+        """The confusion matrices the counts give (a confusion vector spreads each
+        row's errors evenly over the other codes)."""
+        if sequential or self.confusion == "full":
+            return normalise(counts)
+        k = counts.shape[-1]
+        accuracy = np.diagonal(counts, axis1=1, axis2=2) / np.maximum(counts.sum(axis=2), TINY)
+        wrong = (1.0 - accuracy) / max(k - 1, 1)
+        return np.where(np.eye(k, dtype=bool), accuracy[:, :, None], wrong[:, :, None])
+
+    def _confusion_log(self, counts: np.ndarray, sequential: bool) -> np.ndarray:
+        """Log-confusions used in the E-step."""
+        if sequential or self.confusion == "full":
+            return self._log_params(counts)
+        return np.log(np.maximum(self._confusion_mean(counts, sequential), TINY))
 
     def _log_params(self, counts: np.ndarray) -> np.ndarray:
         """Log-probabilities used in the E-step: MAP (normalised counts) or VB."""
@@ -76,6 +95,8 @@ class _ChainCrowd:
         """Aggregate ``data`` (a :class:`~crowdlearn.data.Spans`)."""
         if self.decode not in ("viterbi", "marginal"):
             raise ValueError(f"decode must be 'viterbi' or 'marginal', got {self.decode!r}")
+        if self.confusion not in ("vector", "full"):
+            raise ValueError(f"confusion must be 'vector' or 'full', got {self.confusion!r}")
         table = TokenTable(data)
         k = table.n_tags
         chains = Chains(table.lengths, table.offsets)
@@ -125,7 +146,7 @@ class _ChainCrowd:
                     table.seq_confusion_counts(post) if sequential
                     else table.confusion_counts(post)
                 ) + conf_prior  # fmt: skip
-                log_conf = self._log_params(counts)
+                log_conf = self._confusion_log(counts, sequential)
                 trans_counts = np.where(allowed, xi + self.transition_prior, 0.0)
                 log_trans = np.where(allowed, self._log_params(trans_counts), -np.inf)
                 start_counts = np.where(allowed[0], start + self.transition_prior, 0.0)
@@ -150,7 +171,7 @@ class _ChainCrowd:
         self.n_iter_ = it
         self.log_likelihood_ = ll
         self.transitions_ = normalise(trans_counts)
-        self.confusion_ = normalise(counts)
+        self.confusion_ = self._confusion_mean(counts, sequential)
         if self.decode == "viterbi":
             codes = chains.viterbi(log_emission, log_trans, log_start)
         else:
@@ -174,7 +195,9 @@ class HMMCrowd(_ChainCrowd):
     The true BIO tags of a task form a hidden Markov chain (a transition matrix over
     tags, BIO's forbidden steps ``O -> I-X`` and ``I-Y -> I-X`` held at zero); each
     worker's code on a token depends on the token's true tag through the worker's
-    confusion matrix, and (``text=True``, as in the paper) each token's word is
+    confusion (``confusion="vector"``, the paper's default: one accuracy per true tag,
+    errors spread evenly over the other tags; ``"full"``: a full matrix), and
+    (``text=True``, as in the paper) each token's word is
     emitted by its true tag through a smoothed word distribution per tag. EM: the
     E-step is forward-backward over every task at once (:class:`Chains`: one
     vectorised step per token position), the M-step a MAP estimate (Dirichlet
@@ -186,11 +209,12 @@ class HMMCrowd(_ChainCrowd):
     valid BIO by construction) or per-token maximum marginal (``"marginal"``,
     repaired to valid BIO).
 
-    Differences from the paper's code: a full confusion matrix per worker (the paper's
-    default is a confusion vector: one accuracy per true tag), the word emission uses
+    Differences from the paper's code: the word emission uses
     the token string only (the paper adds capitalisation features), initialisation
-    from vote shares (the paper runs a few Dawid-Skene iterations first), and a
-    document is one chain (no break at sentence ends).
+    from vote shares (the paper runs a few Dawid-Skene iterations first), Dirichlet
+    pseudo-counts instead of its 0.001 smoothing, the word model held back until the
+    worker model has converged, and a document is one chain (no break at sentence
+    ends).
 
     Attributes
     ----------
@@ -240,3 +264,4 @@ class BSCSeq(_ChainCrowd):
     _bayes = True
     _text_prior = 0.1
     _backoff = 10.0
+    _confusion = "full"
