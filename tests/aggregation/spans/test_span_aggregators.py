@@ -262,3 +262,16 @@ def test_ner_mturk_val_strict_span_f1(shared_datasets):
     assert f1[DEFAULT_SPAN_STRATEGY] == max(f1.values())
     for name in ("ds", "hmm", "bsc"):
         assert f1[name] > f1["mv"] + 0.05
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_a_task_nobody_answered_and_one_token_tasks(name):
+    frame = pd.DataFrame(
+        {"task": ["a", "a", "b"], "worker": ["u", "v", "u"], "start": [0, 0, 0],
+         "end": [1, 1, 1], "label": ["P", "P", "P"]}
+    )  # fmt: skip
+    tokens = {"a": ["x"], "b": ["y", "z"], "c": ["q", "r", "s"]}  # nobody answered "c"
+    model = SPAN_STRATEGIES[name]().fit(Spans.from_frame(frame, tokens=tokens))
+    assert len(model.tags_) == 3 and model.tags_[2].shape == (3,)
+    assert model.marginals_[2].shape == (3, 3)
+    assert (model.predict()["task"] == "a").any()
