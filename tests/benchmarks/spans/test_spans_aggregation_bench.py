@@ -46,3 +46,15 @@ def test_orphan_i_rule_of_the_control():
 def test_published_rows_are_percentages_of_a_consistent_f1():
     for _, p, r, f in PUBLISHED:
         assert abs(2 * p * r / (p + r) - f) < 0.15, (p, r, f)
+
+
+def test_first_seen_tie_rule_of_the_control():
+    from benchmarks.spans.aggregation import _first_seen_codes
+    from crowdlearn.data.spans import Spans
+
+    data = Spans.from_tags(
+        ["d", "d"], ["a", "b"], [["B-X", "O"], ["O", "O"]], tokens={"d": ["p", "q"]}
+    )
+    # token 0: B-X (a) against O (b), a tie: the first worker's tag wins
+    assert _first_seen_codes(data, reverse=False)[0].tolist() == [1, 0]
+    assert _first_seen_codes(data, reverse=True)[0].tolist() == [0, 0]
