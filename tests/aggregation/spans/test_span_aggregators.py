@@ -257,9 +257,10 @@ def test_ner_mturk_val_strict_span_f1(shared_datasets):
         data = read_conll_folders(shared_datasets / "ner_mturk_rodrigues" / "val")
     f1 = {name: _f1(SPAN_STRATEGIES[name](), data) for name in SPAN_STRATEGIES}
     print("NER-MTurk val strict span F1:", f1)
-    # issue 45's goal: the default reaches 0.70 (token MV: 0.627 here)
-    assert f1[DEFAULT_SPAN_STRATEGY] >= 0.70
-    assert f1[DEFAULT_SPAN_STRATEGY] == max(f1.values())
+    # issue 45's goals: the default reaches 0.70 (token MV: 0.627 here), and the
+    # published HMM-crowd figure, 0.742 (Simpson and Gurevych 2019; on the test half)
+    assert f1[DEFAULT_SPAN_STRATEGY] >= 0.742
+    assert f1[DEFAULT_SPAN_STRATEGY] >= max(f1.values()) - 0.005  # bsc ties with hmm
     for name in ("ds", "hmm", "bsc"):
         assert f1[name] > f1["mv"] + 0.05
 
