@@ -55,7 +55,7 @@ VARIANTS: dict[str, list[dict]] = {
 #: Simpson and Gurevych (EMNLP 2019), Table "Aggregating crowdsourced labels", NER
 #: columns (precision, recall, F1 in %), as in the paper's source in their repository
 #: UKPLab/arxiv2018-bayesian-ensembles, documents/sections/experiments.tex at commit
-#: 9a474c8f (see PUBLISHED_SOURCE).
+#: 9a474c8f58deb04b86245c18ee4c3da710abef4a (see PUBLISHED_SOURCE).
 PUBLISHED = [
     ("MV", 79.9, 55.3, 65.4),
     ("DS", 79.0, 70.4, 74.4),
@@ -68,7 +68,8 @@ PUBLISHED = [
 PUBLISHED_SOURCE = (
     "Simpson and Gurevych, EMNLP 2019, table of aggregation results (NER columns), read "
     "in the paper's LaTeX source in github.com/UKPLab/arxiv2018-bayesian-ensembles "
-    "(documents/sections/experiments.tex, commit 9a474c8f)"
+    "(documents/sections/experiments.tex at commit 9a474c8f58de; the printed paper was not "
+    "read here)"
 )
 
 
@@ -207,7 +208,8 @@ def bench_spans_aggregation(out: Path, quick: bool, seeds: int) -> BenchResult:
         f"published: {PUBLISHED_SOURCE}. Their protocol: the same crowd and Nguyen et al.'s "
         "split, but scored on the TEST half (3,256 sentences), after tuning on the val half; "
         "the test half is not in ../shared/datasets, so no row here is on their split. "
-        "Their HMM-crowd row is their rerun of Nguyen et al.'s code; Nguyen et al.'s own "
+        "Their HMM-crowd row is their run of Nguyen et al.'s code (their repository ships it "
+        "as src/baselines/hmm.py); Nguyen et al.'s own "
         "table could not be read here and is not quoted. BSC-seq there includes a word "
         "model; their hyperparameters were tuned on val F1",
         "tuning: each model's default was chosen among the settings of the sensitivity "
