@@ -59,6 +59,7 @@ MODULES = (
     "learning.no_truth",
     "learning.raw_text",
     "self_crowd.benchmark",
+    "spans.aggregation",
     "spans.speed",
     "speed.aggregation",
     "speed.frames",

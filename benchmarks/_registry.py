@@ -265,7 +265,7 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     # issue 45: spans (named entities) as an answer kind; its aggregation and learning
     # benchmarks add their names here
-    "spans": ("Spans and sequence tags", ("spans-speed",)),
+    "spans": ("Spans and sequence tags", ("spans-aggregation", "spans-speed")),
 }
 
 

@@ -73,7 +73,7 @@ def test_ner_mturk_val_token_majority_vote(shared_datasets):
     )
     scores = span_scores(predicted, truth)
     print(f"NER-MTurk val, token MV: strict span {scores}")
-    # The issue quotes F1 0.647 (P 0.806, R 0.540) after its own word alignment; ours
-    # differs in alignment details, so the band is loose.
+    # The issue quotes F1 0.647 (P 0.806, R 0.540); the tie rule alone moves token MV
+    # over 0.611-0.649 here (benchmark spans-aggregation's control), so the band is loose.
     assert 0.58 <= scores["f1"] <= 0.70
     assert scores["precision"] > scores["recall"]
