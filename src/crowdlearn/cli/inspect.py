@@ -97,6 +97,13 @@ def _counts(answers: Any) -> list[str]:
         shown = ", ".join(map(str, answers.classes[:10].tolist()))
         more = f" ... ({len(answers.classes)} in all)" if len(answers.classes) > 10 else ""
         lines.append(f"classes: {shown}{more}")
+    if getattr(answers, "kind", None) == "spans":
+        marked = int((answers.label >= 0).sum())
+        lines += [f"labels: {', '.join(map(str, answers.labels.tolist()))}",
+                  f"tokens: {int(answers.n_tokens.sum())}", f"spans marked: {marked}"]  # fmt: skip
+        if answers.truth is not None:
+            lines.append(f"true spans: {int((answers.truth['label'] >= 0).sum())}")
+        return lines
     if getattr(answers, "levels", None) is not None:
         lines.append(f"order: {', '.join(map(str, answers.levels.tolist()))}")
     truth = getattr(answers, "truth", None)
@@ -140,6 +147,10 @@ def inspect(
             from crowdlearn.cli.identify import load_crowd
 
             answers = load_crowd(data, duplicates=duplicates)
+        elif kind == "spans":
+            from crowdlearn.cli._spans import read_spans
+
+            answers = read_spans(data, duplicates)
         else:
             answers = _kinds.read_answers(data, kind, sep, order, tie, duplicates)
     click.echo(f"kind: {kind} ({_kinds.NOUNS[kind]})")

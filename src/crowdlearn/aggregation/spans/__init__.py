@@ -16,4 +16,7 @@ from crowdlearn.aggregation.spans.majority import TokenMajorityVote
 #: Span aggregators by CLI name (``-s NAME`` under ``--kind spans``).
 SPAN_STRATEGIES: dict[str, type] = {"mv": TokenMajorityVote}
 
-__all__ = ["SPAN_STRATEGIES", "TokenMajorityVote"]
+#: The span aggregator ``crowdlearn aggregate --kind spans`` uses without ``-s``.
+DEFAULT_SPAN_STRATEGY: str = "mv"
+
+__all__ = ["DEFAULT_SPAN_STRATEGY", "SPAN_STRATEGIES", "TokenMajorityVote"]
