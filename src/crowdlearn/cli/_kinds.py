@@ -62,17 +62,18 @@ def package(kind: str) -> Any:
 
 def default_strategy(kind: str) -> str:
     if kind == "spans":
-        from crowdlearn.cli._spans import default_strategy as spans_default
+        from crowdlearn.aggregation.spans._make import default_strategy as spans_default
 
         return spans_default()
     return CLASS_DEFAULT if kind == "class" else package(kind).DEFAULT_STRATEGY
 
 
 def strategies(kind: str) -> dict[str, Any]:
-    if kind == "spans":  # SPAN_STRATEGIES: name -> class (crowdlearn.cli._spans makes them)
+    if kind == "spans":  # SPAN_STRATEGIES: name -> class
         from types import SimpleNamespace
 
-        from crowdlearn.cli._spans import _strategies, description
+        from crowdlearn.aggregation.spans._make import description
+        from crowdlearn.aggregation.spans._make import strategies as _strategies
 
         return {
             name: SimpleNamespace(description=description(estimator))

@@ -14,7 +14,7 @@
   before each further sentence where the data keep sentence starts) and a blank line
   after the task;
 - ``OUT/workers.json`` (the aggregator's own worker scores where it has them, see
-  :func:`model_worker_scores`) and ``OUT/summary.json``.
+  :func:`crowdlearn.identify.spans.model_worker_scores`) and ``OUT/summary.json``.
 
 ``--truth`` scores the aggregated spans against the data's truth (the gold folder of
 the NER-MTurk layout) and ``--truth FILE`` against a CoNLL file in the layout of
@@ -29,7 +29,6 @@ default :data:`crowdlearn.aggregation.spans.DEFAULT_SPAN_STRATEGY`.
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 from pathlib import Path
@@ -85,89 +84,6 @@ def read_spans(data: str, duplicates: str = "error") -> Spans:
     return answers
 
 
-# ---------------------------------------------------------------------------- models
-def _strategies() -> dict[str, type]:
-    from crowdlearn.aggregation.spans import SPAN_STRATEGIES
-
-    return SPAN_STRATEGIES
-
-
-def default_strategy() -> str:
-    """The name of the default span aggregator."""
-    from crowdlearn.aggregation import spans
-
-    return getattr(spans, "DEFAULT_SPAN_STRATEGY", "mv")
-
-
-def description(estimator: type) -> str:
-    """The first line of an aggregator's docstring (``--list``)."""
-    doc = inspect.getdoc(estimator) or estimator.__name__
-    return doc.splitlines()[0]
-
-
-def _constructor_defaults(estimator: type) -> dict[str, Any]:
-    signature = inspect.signature(estimator.__init__)
-    return {
-        name: parameter.default
-        for name, parameter in signature.parameters.items()
-        if name != "self" and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
-    }
-
-
-def make_model(spec: str, params: dict[str, str]) -> tuple[str, Any]:
-    """``(name, estimator)`` for ``-s NAME`` or ``NAME[k=v,...]`` (``params`` from
-    ``--param`` override the bracket's); an unknown name or parameter is an error that
-    lists the known ones."""
-    from crowdlearn._registry import _SPEC, _parse_bracket, convert
-
-    match = _SPEC.match(spec)
-    if not match:
-        raise CrowdDataError(f"cannot read the span strategy {spec!r}; expected NAME or NAME[k=v]")
-    name = match.group(1).lower()
-    registry = _strategies()
-    if name not in registry:
-        raise CrowdDataError(
-            f"unknown span strategy {match.group(1)!r}; choose one of {', '.join(sorted(registry))}"
-        )
-    estimator = registry[name]
-    defaults = _constructor_defaults(estimator)
-    arguments = {}
-    for key, value in {**_parse_bracket(match.group(2), "span strategy"), **params}.items():
-        if key not in defaults:
-            known = ", ".join(sorted(defaults)) or "none"
-            raise CrowdDataError(
-                f"span strategy {name!r} has no parameter {key!r}; its parameters: {known}"
-            )
-        default = defaults[key]
-        arguments[key] = convert(value, None if default is inspect.Parameter.empty else default, key)
-    return name, estimator(**arguments)
-
-
-def model_params(model: Any) -> dict[str, Any]:
-    """The estimator's parameters (``get_params()`` where it has it, else its
-    constructor's arguments read back from attributes of the same name)."""
-    if hasattr(model, "get_params"):
-        return {k: jsonable(v) for k, v in model.get_params().items()}
-    return {
-        name: jsonable(getattr(model, name))
-        for name in _constructor_defaults(type(model))
-        if hasattr(model, name)
-    }
-
-
-def model_worker_scores(model: Any, data: Spans) -> pd.DataFrame | None:
-    """The aggregator's own worker scores: the optional attribute ``worker_scores_``, a
-    DataFrame with a ``worker`` column (ids) and one column per score (e.g. the mean
-    diagonal of a worker's tag confusion); None when the aggregator has none."""
-    frame = getattr(model, "worker_scores_", None)
-    if frame is None:
-        return None
-    frame = pd.DataFrame(frame)
-    if "worker" not in frame.columns:
-        frame = frame.reset_index().rename(columns={frame.index.name or "index": "worker"})
-    return frame
-
-
 # ---------------------------------------------------------------------------- outputs
 def char_span(data: Spans, task: int, start: int, end: int) -> tuple[int, int] | None:
     """Character offsets ``(start, end)`` (end exclusive) of the token span
@@ -220,9 +136,10 @@ def span_table(spans: pd.DataFrame, data: Spans) -> pd.DataFrame:
             ends.append(chars[1])
             text = _task_text(data, task)
             texts.append(
-                text[chars[0] : chars[1]] if text is not None
+                text[chars[0] : chars[1]]
+                if text is not None
                 else " ".join(data.tokens[task][start:end])
-            )  # fmt: skip
+            )
     score = spans["score"] if "score" in spans.columns else np.full(len(spans), np.nan)
     return pd.DataFrame(
         {
@@ -268,22 +185,6 @@ def conll_text(spans: pd.DataFrame, data: Spans) -> str:
 
 
 # ---------------------------------------------------------------------------- truth
-def data_truth(data: Spans) -> pd.DataFrame | None:
-    """The data's true spans in ids (task, start, end, label), or None."""
-    truth = getattr(data, "truth", None)
-    if truth is None:
-        return None
-    kept = truth[truth["label"] >= 0]
-    return pd.DataFrame(
-        {
-            "task": data.task_ids[kept["task"].to_numpy(np.int64)],
-            "start": kept["start"].to_numpy(np.int64),
-            "end": kept["end"].to_numpy(np.int64),
-            "label": data.labels[kept["label"].to_numpy(np.int64)],
-        }
-    )
-
-
 _TAG = re.compile(r"^(O|[BI]-\S+)$")
 
 
@@ -342,9 +243,7 @@ def read_truth_conll(path: str, data: Spans) -> pd.DataFrame:
             raise CrowdDataError(f"{where}: expected 'TOKEN TAG', got {line!r}")
         tag = fields[-1]
         if not _TAG.match(tag):
-            raise CrowdDataError(
-                f"{where}: unknown tag {tag!r} (BIO tags: O, B-LABEL or I-LABEL)"
-            )
+            raise CrowdDataError(f"{where}: unknown tag {tag!r} (BIO tags: O, B-LABEL or I-LABEL)")
         current[1].append(fields[0] if len(fields) > 1 else "")
         current[2].append(tag)
     if not documents:
@@ -379,24 +278,11 @@ def read_truth_conll(path: str, data: Spans) -> pd.DataFrame:
     return frame
 
 
-def truth_scores(predicted: pd.DataFrame, truth: pd.DataFrame, tasks: Any = None) -> dict:
-    """Strict span P/R/F1 of ``predicted`` against ``truth`` (both in ids), on ``tasks``
-    only when given; labels compared as text."""
-    from crowdlearn.metrics import span_scores
-
-    columns = ["task", "start", "end", "label"]
-    predicted = predicted.loc[:, columns].copy()
-    truth = truth.loc[:, columns].copy()
-    if tasks is not None:
-        predicted = predicted[predicted["task"].isin(list(tasks))]
-    for frame in (predicted, truth):
-        frame["label"] = frame["label"].astype(str)
-    return span_scores(predicted, truth)
-
-
 def _truth_for(truth: str | None, data: Spans, source: str) -> tuple[pd.DataFrame, Any, str]:
     """(true spans, the tasks scored (None: all), where the truth comes from)."""
     if truth == "":
+        from crowdlearn.identify.spans import data_truth
+
         frame = data_truth(data)
         if frame is None:
             raise CrowdDataError(
@@ -432,10 +318,17 @@ def aggregate_spans(
 ) -> None:
     """``crowdlearn aggregate DATA --kind spans``: fit, then write spans, tags.conll,
     workers.json and summary.json all-or-nothing (see the module docstring)."""
+    from crowdlearn.aggregation.spans._make import (
+        aggregator_params,
+        default_strategy,
+        make_span_aggregator,
+    )
+    from crowdlearn.identify.spans import model_worker_scores, truth_scores
+
     if strategy is None:
         strategy = default_strategy()
         note(f"crowdlearn: note: strategy {strategy} (the default for spans)")
-    name, model = make_model(strategy, params)
+    name, model = make_span_aggregator(strategy, **params)
     reads = [data] + ([truth] if truth else [])
     outputs = Outputs(overwrite, reads=reads)
     out = outputs.folder(output)
@@ -448,7 +341,7 @@ def aggregate_spans(
         "kind": "spans",
         "strategy": type(model).__name__,
         "name": name,
-        "params": model_params(model),
+        "params": {k: jsonable(v) for k, v in aggregator_params(model).items()},
         "unit": "character" if has_offsets(answers) else "token",
         "n_tasks": answers.n_tasks,
         "n_workers": answers.n_workers,
@@ -460,18 +353,24 @@ def aggregate_spans(
     if scored is not None:
         true, tasks, where = scored
         scores = truth_scores(predicted, true, tasks)
-        summary["truth"] = {"source": where, "tasks": None if tasks is None else len(tasks),
-                            **scores}  # fmt: skip
+        summary["truth"] = {
+            "source": where,
+            "tasks": None if tasks is None else len(tasks),
+            **scores,
+        }
         line = score_line(scores, where, None if tasks is None else len(tasks), answers.n_tasks)
-    workers = model_worker_scores(model, answers)
+    workers = model_worker_scores(model)
     workers_doc = (
         {}
         if workers is None
         else {
             column: dict(
-                zip(map(str, workers["worker"].tolist()), jsonable(workers[column].tolist()),
-                    strict=True)
-            )  # fmt: skip
+                zip(
+                    map(str, workers["worker"].tolist()),
+                    jsonable(workers[column].tolist()),
+                    strict=True,
+                )
+            )
             for column in workers.columns
             if column != "worker"
         }
@@ -491,54 +390,21 @@ def aggregate_spans(
 
 
 # ---------------------------------------------------------------------------- identify
-def worker_table(data: Spans, model: Any, consensus: pd.DataFrame) -> pd.DataFrame:
-    """workers.csv: per worker the tasks and spans, span precision / recall / F1 against
-    the consensus, against the truth where the data carry it (``truth_`` columns), and
-    the aggregator's own scores (``model_`` columns, see :func:`model_worker_scores`)."""
-    from crowdlearn.identify import spans as identify
-
-    frame = pd.DataFrame(
-        {"worker": data.worker_ids,
-         **identify.worker_scores(data, identify.reference_codes(consensus, data))}
-    )  # fmt: skip
-    true = identify.truth_codes(data)
-    if true is not None:
-        scores = identify.worker_scores(data, true)
-        for key in ("precision", "recall", "f1"):
-            frame[f"truth_{key}"] = scores[key]
-    own = model_worker_scores(model, data)
-    if own is not None:
-        own = own.rename(columns={c: f"model_{c}" for c in own.columns if c != "worker"})
-        frame = frame.merge(own, on="worker", how="left")
-    return frame
-
-
-def task_table(data: Spans, consensus: pd.DataFrame) -> pd.DataFrame:
-    """tasks.csv: per task the workers, their spans, their mean pairwise span F1
-    (``agreement``), the consensus spans and their mean score."""
-    from crowdlearn.identify import spans as identify
-
-    frame = pd.DataFrame({"task": data.task_ids, **identify.task_scores(data)})
-    grouped = consensus.groupby("task", sort=False)
-    counts = grouped.size()
-    frame["n_consensus_spans"] = frame["task"].map(counts).fillna(0).astype(np.int64)
-    if "score" in consensus.columns:
-        frame["mean_score"] = frame["task"].map(grouped["score"].mean()).astype(np.float64)
-    return frame
-
-
 def identify_spans(
     data: str, output: str, overwrite: bool, duplicates: str, consensus: str | None
 ) -> None:
     """``crowdlearn identify DATA --kind spans``: workers.csv, tasks.csv, summary.json."""
-    name, model = make_model(consensus or default_strategy(), {})
+    from crowdlearn.aggregation.spans._make import default_strategy, make_span_aggregator
+    from crowdlearn.identify.spans import task_frame, worker_frame
+
+    name, model = make_span_aggregator(consensus or default_strategy())
     outputs = Outputs(overwrite, reads=[data])
     out = outputs.folder(output)
     answers = read_spans(data, duplicates)
     model.fit(answers)
     predicted = model.predict() if hasattr(model, "predict") else model.labels_
-    workers = worker_table(answers, model, predicted)
-    tasks = task_table(answers, predicted)
+    workers = worker_frame(answers, model, predicted)
+    tasks = task_frame(answers, predicted)
     summary = {
         "kind": "spans",
         "consensus": name,
@@ -557,5 +423,6 @@ def identify_spans(
                 frame.to_csv(handle, index=False)
         with atomic_open(out.staged / "summary.json") as handle:
             json.dump(summary, handle, indent=1)
-    click.echo(f"spans (consensus {name}): {answers} -> {output}: workers.csv, tasks.csv, "
-               "summary.json")  # fmt: skip
+    click.echo(
+        f"spans (consensus {name}): {answers} -> {output}: workers.csv, tasks.csv, summary.json"
+    )

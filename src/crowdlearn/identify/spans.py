@@ -29,7 +29,18 @@ import pandas as pd
 
 from crowdlearn.data.spans import Spans
 
-__all__ = ["reference_codes", "task_scores", "truth_codes", "worker_scores"]
+__all__ = [
+    "data_truth",
+    "model_worker_scores",
+    "pair_f1",
+    "reference_codes",
+    "task_frame",
+    "task_scores",
+    "truth_codes",
+    "truth_scores",
+    "worker_frame",
+    "worker_scores",
+]
 
 #: A span in codes: (start, end, label code).
 _Span = tuple[int, int, int]
@@ -105,12 +116,9 @@ def worker_scores(data: Spans, reference: dict[int, set[_Span]]) -> dict[str, np
     precision = np.array([_ratio(c, s) for c, s in zip(correct, spans, strict=True)])
     recall = np.array([_ratio(c, e) for c, e in zip(correct, expected, strict=True)])
     with np.errstate(invalid="ignore", divide="ignore"):
-        f1 = np.where(
-            precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0
-        )
+        f1 = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
     f1 = np.where(np.isnan(precision) | np.isnan(recall), np.nan, f1)
-    return {"n_tasks": tasks, "n_spans": spans, "precision": precision, "recall": recall,
-            "f1": f1}  # fmt: skip
+    return {"n_tasks": tasks, "n_spans": spans, "precision": precision, "recall": recall, "f1": f1}
 
 
 def pair_f1(a: set[Any], b: set[Any]) -> float:
@@ -143,3 +151,82 @@ def task_scores(data: Spans) -> dict[str, np.ndarray]:
         if len(answers) > 1:
             agreement[task] = float(np.mean([pair_f1(a, b) for a, b in combinations(answers, 2)]))
     return {"n_workers": workers, "n_spans": spans, "agreement": agreement}
+
+
+def data_truth(data: Spans) -> pd.DataFrame | None:
+    """The data's true spans in ids (columns task, start, end, label), or None."""
+    truth = getattr(data, "truth", None)
+    if truth is None:
+        return None
+    kept = truth[truth["label"] >= 0]
+    return pd.DataFrame(
+        {
+            "task": data.task_ids[kept["task"].to_numpy(np.int64)],
+            "start": kept["start"].to_numpy(np.int64),
+            "end": kept["end"].to_numpy(np.int64),
+            "label": data.labels[kept["label"].to_numpy(np.int64)],
+        }
+    )
+
+
+def truth_scores(
+    predicted: pd.DataFrame, truth: pd.DataFrame, tasks: Any = None
+) -> dict[str, float]:
+    """Strict span P/R/F1 (:func:`crowdlearn.metrics.span_scores`) of ``predicted``
+    against ``truth`` (both in ids; labels compared as text), on ``tasks`` (ids) only
+    when given."""
+    from crowdlearn.metrics import span_scores
+
+    columns = ["task", "start", "end", "label"]
+    predicted = predicted.loc[:, columns].copy()
+    truth = truth.loc[:, columns].copy()
+    if tasks is not None:
+        predicted = predicted[predicted["task"].isin(list(tasks))]
+        truth = truth[truth["task"].isin(list(tasks))]
+    for frame in (predicted, truth):
+        frame["label"] = frame["label"].astype(str)
+    return span_scores(predicted, truth)
+
+
+def model_worker_scores(model: Any) -> pd.DataFrame | None:
+    """An aggregator's own worker scores: its optional attribute ``worker_scores_``, a
+    DataFrame with a ``worker`` column (ids; or the ids as its index) and one column per
+    score (e.g. the mean diagonal of a worker's tag confusion); None without it."""
+    frame = getattr(model, "worker_scores_", None)
+    if frame is None:
+        return None
+    frame = pd.DataFrame(frame)
+    if "worker" not in frame.columns:
+        frame = frame.rename_axis("worker").reset_index()
+    return frame
+
+
+def worker_frame(data: Spans, model: Any, consensus: pd.DataFrame) -> pd.DataFrame:
+    """Per worker: :func:`worker_scores` against the ``consensus`` spans (ids, e.g. the
+    fitted ``model``'s ``labels_``), ``truth_precision``, ``truth_recall``, ``truth_f1``
+    against the truth where the data carry it, and the model's own scores
+    (:func:`model_worker_scores`, prefixed ``model_``)."""
+    frame = pd.DataFrame(
+        {"worker": data.worker_ids, **worker_scores(data, reference_codes(consensus, data))}
+    )
+    true = truth_codes(data)
+    if true is not None:
+        scores = worker_scores(data, true)
+        for key in ("precision", "recall", "f1"):
+            frame[f"truth_{key}"] = scores[key]
+    own = model_worker_scores(model)
+    if own is not None:
+        own = own.rename(columns={c: f"model_{c}" for c in own.columns if c != "worker"})
+        frame = frame.merge(own, on="worker", how="left")
+    return frame
+
+
+def task_frame(data: Spans, consensus: pd.DataFrame) -> pd.DataFrame:
+    """Per task: :func:`task_scores`, the number of ``consensus`` spans and, where the
+    consensus has a ``score`` column, their mean score."""
+    frame = pd.DataFrame({"task": data.task_ids, **task_scores(data)})
+    grouped = consensus.groupby("task", sort=False)
+    frame["n_consensus_spans"] = frame["task"].map(grouped.size()).fillna(0).astype(np.int64)
+    if "score" in consensus.columns:
+        frame["mean_score"] = frame["task"].map(grouped["score"].mean()).astype(np.float64)
+    return frame
