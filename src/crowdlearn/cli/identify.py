@@ -236,7 +236,7 @@ def identify(
     (items.csv), with a summary.json; -s, --prune and --confusions are for classes.
     Spans (--kind spans): per worker the tasks, spans, and span precision, recall and F1
     against the consensus (--consensus NAME's spans) and against the truth where the
-    data carry it, plus the aggregator's own worker scores (model_ columns); per task
+    data carry it, plus the aggregator's own worker scores (columns named model_SCORE); per task
     the workers' mean pairwise span F1 (agreement).
 
     Writes tasks.csv (task scores, keyed by task id), workers.csv (worker scores, keyed
