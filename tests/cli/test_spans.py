@@ -281,6 +281,13 @@ def test_bad_options_are_one_error_and_nothing_written(folder, tmp_path, args, m
     assert not out.exists()
 
 
+def test_truth_before_data_says_what_it_took(folder, tmp_path):
+    result = run("aggregate", "--truth", folder, "--kind", "spans", "-o", tmp_path / "out")
+    assert result.exit_code == 2
+    assert f"--truth took '{folder}' as its FILE and DATA is missing" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_truth_and_consensus_belong_to_spans(tmp_path):
     crowd = tmp_path / "crowd.csv"
     crowd.write_text("task,worker,label\nt1,w1,a\nt1,w2,b\n")

@@ -331,6 +331,11 @@ def aggregate(
     if list_:
         _list_strategies(kind)
         return
+    if data is None and truth:
+        raise click.UsageError(
+            f"--truth took {truth!r} as its FILE and DATA is missing; put --truth after DATA "
+            "(--truth alone scores against the data's own truth)"
+        )
     if data is None or output is None:
         raise click.UsageError("DATA and --output are required (or use --list)")
     if kind is None:
