@@ -10,6 +10,7 @@ parameter's default, as for the other kinds (:func:`crowdlearn._registry.convert
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Any
 
 from crowdlearn.data import CrowdDataError
@@ -30,9 +31,17 @@ def default_strategy() -> str:
 
 
 def description(estimator: type) -> str:
-    """The first line of an aggregator's docstring (what ``--list`` shows)."""
+    """The first sentence of an aggregator's docstring, on one line and without reST
+    literals (what ``--list`` shows).
+
+    >>> from crowdlearn.aggregation.spans import TokenMajorityVote
+    >>> description(TokenMajorityVote)
+    'Per token, the tag most workers of the task gave; ties go to O'
+    """
     doc = inspect.getdoc(estimator) or estimator.__name__
-    return doc.splitlines()[0]
+    paragraph = " ".join(doc.split("\n\n")[0].split())
+    sentence = re.split(r"(?<=[^.]\.)\s", paragraph + " ")[0].strip()
+    return sentence.rstrip(".").replace("``", "")
 
 
 def constructor_defaults(estimator: type) -> dict[str, Any]:
