@@ -20,6 +20,8 @@ from crowdlearn.io.conll_folders import read_conll_folders
 from crowdlearn.metrics import span_scores
 from tests.cli._spans import GOLD, write_folder
 
+OVER = "--overwrite"
+
 
 def run(*args):
     return CliRunner().invoke(cli, list(map(str, args)))
@@ -35,7 +37,7 @@ def _read(path):
 
 
 # ------------------------------------------------------------------ aggregate
-def test_aggregate_writes_spans_and_tags_of_the_default_strategy(folder, tmp_path):
+def test_aggregate_uses_the_default_strategy(folder, tmp_path):
     out = tmp_path / "out"
     result = run("aggregate", folder, "--kind", "spans", "-o", out)
     assert result.exit_code == 0, result.output
@@ -50,6 +52,14 @@ def test_aggregate_writes_spans_and_tags_of_the_default_strategy(folder, tmp_pat
         expected[["task", "start", "end", "label"]].values.tolist()
     )
     np.testing.assert_allclose(spans["score"], expected["score"])
+    assert json.loads((out / "summary.json").read_text())["name"] == DEFAULT_SPAN_STRATEGY
+
+
+def test_aggregate_writes_spans_and_tags(folder, tmp_path):
+    out = tmp_path / "out"
+    result = run("aggregate", folder, "--kind", "spans", "-s", "mv", "-o", out)
+    assert result.exit_code == 0, result.output
+    spans = _read(out / "spans.csv")
     # d1: w1 and w3 give Ada Lovelace PER, two of three give London LOC; d2: a 1-1 tie: O
     assert spans.values.tolist() == [
         ["d1", 0, 2, "PER", pytest.approx(5 / 6), "Ada Lovelace"],
@@ -61,7 +71,7 @@ def test_aggregate_writes_spans_and_tags_of_the_default_strategy(folder, tmp_pat
     )
     summary = json.loads((out / "summary.json").read_text())
     assert summary["unit"] == "token"
-    assert summary["name"] == DEFAULT_SPAN_STRATEGY
+    assert summary["name"] == "mv"
     assert (summary["n_tasks"], summary["n_workers"], summary["n_spans"]) == (2, 3, 2)
     assert "truth" not in summary
 
@@ -69,7 +79,7 @@ def test_aggregate_writes_spans_and_tags_of_the_default_strategy(folder, tmp_pat
 def test_tags_conll_reads_back_as_the_spans(folder, tmp_path):
     """tags.conll is a CoNLL file: read back, its tags give the spans of spans.csv."""
     out = tmp_path / "out"
-    assert run("aggregate", folder, "--kind", "spans", "-o", out).exit_code == 0
+    assert run("aggregate", folder, "--kind", "spans", "-s", "mv", "-o", out).exit_code == 0
     spans = _read(out / "spans.csv")
     documents = (out / "tags.conll").read_text().split("-DOCSTART- ")[1:]
     found = []
@@ -136,7 +146,7 @@ def test_list_shows_the_span_strategies(folder):
 
 def test_truth_of_the_data_is_scored(folder, tmp_path):
     out = tmp_path / "out"
-    result = run("aggregate", folder, "--kind", "spans", "-o", out, "--truth")
+    result = run("aggregate", folder, "--kind", "spans", "-s", "mv", "-o", out, "--truth")
     assert result.exit_code == 0, result.output
     data = read_conll_folders(folder)
     predicted = TokenMajorityVote().fit(data).predict()
@@ -166,7 +176,7 @@ def test_truth_file_scores_the_tasks_it_holds(folder, tmp_path):
     # d2 only, its truth says "Paris is" is one LOC; a token split in two (bi g)
     gold.write_text("-DOCSTART- d2\nParis B-LOC\nis I-LOC\n\nbi O\ng O\n")
     out = tmp_path / "out"
-    result = run("aggregate", folder, "--kind", "spans", "-o", out, "--truth", gold)
+    result = run("aggregate", folder, "--kind", "spans", "-s", "mv", "-o", out, "--truth", gold)
     assert result.exit_code == 0, result.output
     assert (
         f"strict span scores against {gold} on 1 of 2 tasks: precision 0.0000, recall "
@@ -177,7 +187,9 @@ def test_truth_file_scores_the_tasks_it_holds(folder, tmp_path):
     # the blank line is a sentence break, not the end of the document; the truth's
     # own file (d1's gold) scores 1.0 for the two spans the result has
     gold.write_text("-DOCSTART- d1\nAda B-PER\nLovelace I-PER\nwrote O\n\nin O\nLondon B-LOC\n")
-    result = run("aggregate", folder, "--kind", "spans", "-o", out, "--truth", gold, "--overwrite")
+    result = run(
+        "aggregate", folder, "--kind", "spans", "-s", "mv", "-o", out, "--truth", gold, OVER
+    )
     assert result.exit_code == 0, result.output
     assert "on 1 of 2 tasks: precision 1.0000, recall 1.0000, F1 1.0000" in result.stdout
 
@@ -233,7 +245,7 @@ def test_character_offsets_are_written_for_text_input(folder, tmp_path, monkeypa
     object.__setattr__(data, "breaks", [[0, 3], [0]])
     monkeypatch.setattr(cli_spans, "read_spans", lambda source, duplicates="error": data)
     out = tmp_path / "out"
-    result = run("aggregate", folder, "--kind", "spans", "-o", out)
+    result = run("aggregate", folder, "--kind", "spans", "-s", "mv", "-o", out)
     assert result.exit_code == 0, result.output
     spans = _read(out / "spans.csv")
     assert spans[["task", "start", "end", "label", "text"]].values.tolist() == [
@@ -248,7 +260,7 @@ def test_character_offsets_are_written_for_text_input(folder, tmp_path, monkeypa
     )
     # a Spans method char_spans(task, start, end) is preferred over the offsets
     object.__setattr__(data, "char_spans", lambda task, start, end: (100 + start, 100 + end))
-    result = run("aggregate", folder, "--kind", "spans", "-o", out, "--overwrite")
+    result = run("aggregate", folder, "--kind", "spans", "-s", "mv", "-o", out, OVER)
     assert _read(out / "spans.csv")[["start", "end"]].values.tolist() == [[100, 102], [104, 105]]
 
 
@@ -263,7 +275,7 @@ def test_conll_tokens_with_whitespace_stay_one_field():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["-s", "nosuch"], "unknown span strategy 'nosuch'; choose one of mv"),
+        (["-s", "nosuch"], "unknown span strategy 'nosuch'; choose one of "),
         (["-s", "mv", "--param", "depth=2"], "span strategy 'mv' has no parameter 'depth'"),
         (["--gold", "GOLD"], "--gold is not supported for spans"),
         (["--write-back", "labelstudio"], "--write-back is not supported for spans"),
@@ -331,7 +343,7 @@ def test_inspect_says_what_the_spans_are(folder):
 # ------------------------------------------------------------------ identify
 def test_identify_scores_workers_against_the_consensus_and_the_truth(folder, tmp_path):
     out = tmp_path / "id"
-    result = run("identify", folder, "--kind", "spans", "-o", out)
+    result = run("identify", folder, "--kind", "spans", "--consensus", "mv", "-o", out)
     assert result.exit_code == 0, result.output
     workers = pd.read_csv(out / "workers.csv").set_index("worker")
     # consensus: d1 {Ada Lovelace PER, London LOC}, d2 {}
@@ -351,7 +363,7 @@ def test_identify_scores_workers_against_the_consensus_and_the_truth(folder, tmp
     assert tasks["n_workers"].tolist() == [3, 2]
     assert tasks["n_consensus_spans"].tolist() == [2, 0]
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["consensus"] == DEFAULT_SPAN_STRATEGY
+    assert summary["consensus"] == "mv"
     assert summary["mean_agreement"] == pytest.approx(1 / 6)
 
 
@@ -384,7 +396,7 @@ def test_identify_refuses_class_options_for_spans(folder, tmp_path):
 # ------------------------------------------------------------------ report
 def test_report_shows_the_least_agreeing_documents_with_each_workers_spans(folder, tmp_path):
     out = tmp_path / "r.html"
-    result = run("report", folder, "--kind", "spans", "-o", out, "--truth")
+    result = run("report", folder, "--kind", "spans", "-s", "mv", "-o", out, "--truth")
     assert result.exit_code == 0, result.output
     page = out.read_text()
     # d2 (agreement 0) comes before d1 (1/3)
