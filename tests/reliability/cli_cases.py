@@ -194,6 +194,13 @@ def input_files() -> dict[str, bytes | None]:
         "truncated-model.pt": _data_only_model("crowdlearn.learning.crowd_layer.CrowdLayer")[:-7],
         "foreign-class-model.pt": _data_only_model("os.system"),
         "weights.safetensors": _data_only_model(None),
+        # ---- issue 45: spans in the CLI (a crowd in the NER-MTurk folder layout)
+        "spans-ner/ground_truth/d1.txt": b"Ada B-PER\nLovelace I-PER\nwrote O\n",
+        "spans-ner/mturk_train_data/w1/d1.txt": b"Ada B-PER\nLovelace I-PER\nwrote O\n",
+        "spans-ner/mturk_train_data/w2/d1.txt": b"Ada B-PER\nLovelace O\nwrote O\n",
+        "spans-badtag.conll": b"-DOCSTART- d1\nAda B-PER\nLovelace X-PER\nwrote O\n",
+        "spans-otherdoc.conll": b"-DOCSTART- d7\nAda B-PER\n",
+        "spans-nodoc.conll": b"Ada B-PER\n\n-DOCSTART- d1\nAda O\n",
     }
 
 
@@ -1624,6 +1631,100 @@ CASES: list[Case] = [
         "simulate-spans-million-types",
         ["simulate", "spans", "--n-classes", "1000000", "-o", "out"],
         "--n-classes must be at most 1000",
+    ),
+    # ---- issue 45: spans in the CLI
+    Case(
+        "spans-unknown-strategy",
+        ["aggregate", "spans-ner", "--kind", "spans", "-s", "nosuch", "-o", "out"],
+        "unknown span strategy 'nosuch'; choose one of",
+    ),
+    Case(
+        "spans-unknown-parameter",
+        ["aggregate", "spans-ner", "--kind", "spans", "-s", "mv[depth=2]", "-o", "out"],
+        "span strategy 'mv' has no parameter 'depth'",
+    ),
+    Case(
+        "spans-kind-on-a-class-file",
+        ["aggregate", "crowd.csv", "--kind", "spans", "-o", "out"],
+        "crowd.csv",
+        notes="the message is the spans reader's (crowdlearn.io); it names the file",
+    ),
+    Case(
+        "spans-truth-bad-tag",
+        [
+            "aggregate",
+            "spans-ner",
+            "--kind",
+            "spans",
+            "-o",
+            "out",
+            "--truth",
+            "spans-badtag.conll",
+        ],
+        "--truth spans-badtag.conll, line 3: unknown tag 'X-PER'",
+    ),
+    Case(
+        "spans-truth-unknown-task",
+        [
+            "aggregate",
+            "spans-ner",
+            "--kind",
+            "spans",
+            "-o",
+            "out",
+            "--truth",
+            "spans-otherdoc.conll",
+        ],
+        "--truth spans-otherdoc.conll, line 1: task 'd7' is not in the data",
+    ),
+    Case(
+        "spans-truth-task-twice",
+        ["aggregate", "spans-ner", "--kind", "spans", "-o", "out", "--truth", "spans-nodoc.conll"],
+        "--truth spans-nodoc.conll, line 3: task 'd1' appears twice",
+        notes="the tokens before any header are the one task's (the crowd holds d1 only)",
+    ),
+    Case(
+        "spans-truth-missing-file",
+        ["aggregate", "spans-ner", "--kind", "spans", "-o", "out", "--truth", "nosuch.conll"],
+        "no such file or directory: nosuch.conll",
+    ),
+    Case(
+        "spans-truth-on-classes",
+        ["aggregate", "crowd.csv", "-s", "mv", "-o", "out", "--truth"],
+        "--truth applies to --kind spans, not to class",
+    ),
+    Case(
+        "spans-gold",
+        ["aggregate", "spans-ner", "--kind", "spans", "-o", "out", "--gold", "gold.csv"],
+        "--gold is not supported for spans",
+    ),
+    Case(
+        "spans-existing-folder",
+        ["aggregate", "spans-ner", "--kind", "spans", "-o", "out"],
+        OVER,
+        target=("out", "folder"),
+    ),
+    Case(
+        "spans-rename-fails",
+        ["aggregate", "spans-ner", "--kind", "spans", "-o", "out", OVER],
+        "cannot write out",
+        fault="rename",
+        target=("out", "ours"),
+    ),
+    Case(
+        "identify-spans-unknown-consensus",
+        ["identify", "spans-ner", "--kind", "spans", "--consensus", "nosuch", "-o", "out"],
+        "unknown span strategy 'nosuch'",
+    ),
+    Case(
+        "identify-spans-class-scores",
+        ["identify", "spans-ner", "--kind", "spans", "-s", "waum", "-o", "out"],
+        "-s, --prune and --pruned-output apply to classes",
+    ),
+    Case(
+        "report-spans-two-strategies",
+        ["report", "spans-ner", "--kind", "spans", "-s", "mv,ds", "-o", "r.html"],
+        "a report on spans shows one strategy",
     ),
 ]
 

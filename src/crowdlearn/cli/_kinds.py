@@ -45,6 +45,7 @@ NOUNS = {
     "text": "free texts",
     "box": "bounding boxes",
     "mask": "segmentation masks",
+    "spans": "spans (sequence tags)",
 }
 
 #: The categorical default: Dawid-Skene with its prior, the best mean accuracy over the
@@ -60,10 +61,24 @@ def package(kind: str) -> Any:
 
 
 def default_strategy(kind: str) -> str:
+    if kind == "spans":
+        from crowdlearn.aggregation.spans._make import default_strategy as spans_default
+
+        return spans_default()
     return CLASS_DEFAULT if kind == "class" else package(kind).DEFAULT_STRATEGY
 
 
 def strategies(kind: str) -> dict[str, Any]:
+    if kind == "spans":  # SPAN_STRATEGIES: name -> class
+        from types import SimpleNamespace
+
+        from crowdlearn.aggregation.spans._make import description
+        from crowdlearn.aggregation.spans._make import strategies as _strategies
+
+        return {
+            name: SimpleNamespace(description=description(estimator))
+            for name, estimator in _strategies().items()
+        }
     return package(kind).STRATEGIES
 
 
@@ -227,14 +242,16 @@ def kind_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--kind",
             type=click.Choice(
-                ["class", "multilabel", "rating", "comparison", "text", "box", "mask"]
+                ["class", "multilabel", "rating", "comparison", "text", "box", "mask", "spans"]
             ),
             help="What one answer is: a class, a set of classes (multilabel), a number or "
             "ordered category (rating), a choice between two items (comparison), a free "
             "text (text), bounding boxes (box: columns task, worker, label, x_min, y_min, "
             "x_max, y_max, one row per box, or a COCO JSON whose annotations name an "
-            "annotator) or a binary segmentation mask (mask: DATA is a folder "
-            "DATA/TASK/WORKER.npy or .png). Default: comparison when the file has left and "
+            "annotator), a binary segmentation mask (mask: DATA is a folder "
+            "DATA/TASK/WORKER.npy or .png) or spans in a text (spans: named entities and "
+            "the like; DATA e.g. a folder of per-worker CoNLL files as NER-MTurk ships "
+            "them). Default: comparison when the file has left and "
             "right columns, text for a platform export of free-text answers, else class.",
         ),
         click.option(

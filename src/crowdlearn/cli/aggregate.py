@@ -212,6 +212,16 @@ def aggregation_outputs(model: Any, data: CrowdData) -> dict[str, Any]:
     show_default=True,
     help="What to do with repeated (task, worker) pairs.",
 )
+@click.option(
+    "--truth",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[FILE]",
+    help="--kind spans: print the strict span precision, recall and F1 of the result "
+    "against the data's truth (NER-MTurk's ground_truth folder), or against FILE (CoNLL: "
+    "-DOCSTART- TASK lines, then TOKEN TAG lines, as tags.conll); also in summary.json.",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output folder (as a whole).")
 @click.option(
@@ -277,6 +287,7 @@ def aggregate(
     output_format: str,
     gold: str | None,
     duplicates: str,
+    truth: str | None,
     quiet: bool,
     overwrite: bool,
     list_: bool,
@@ -300,6 +311,10 @@ def aggregate(
     scores (item, score; most preferred first). Masks (--kind mask, DATA a folder
     DATA/TASK/WORKER.npy or .png): labels (task, agreement = mean IoU of the workers'
     masks with the result) and masks/TASK.npy (or .png), one aggregated mask per task.
+    Spans (--kind spans, DATA e.g. a folder of per-worker CoNLL files): spans.csv (task,
+    start, end, label, score, text; token indices, end exclusive, or character offsets
+    for text input) and tags.conll (-DOCSTART- TASK, then TOKEN TAG lines); --truth
+    prints the strict span P/R/F1.
 
     As annotations arrive (classes): crowdlearn aggregate NEW.csv --state FILE -o OUT.
     The first call creates FILE; each later call adds NEW.csv (only the annotations
@@ -316,11 +331,18 @@ def aggregate(
     if list_:
         _list_strategies(kind)
         return
+    if data is None and truth:
+        raise click.UsageError(
+            f"--truth took {truth!r} as its FILE and DATA is missing; put --truth after DATA "
+            "(--truth alone scores against the data's own truth)"
+        )
     if data is None or output is None:
         raise click.UsageError("DATA and --output are required (or use --list)")
     if kind is None:
         kind = _kinds.detected_kind(data, engine)
     _kinds.check_kind_options(kind, sep, order, tie)
+    if truth is not None and kind != "spans":
+        raise click.UsageError(f"--truth applies to --kind spans, not to {kind}")
     if state is not None:
         _check_state_options(kind, engine, gold, write_back)
         from crowdlearn.cli._state import aggregate_with_state
@@ -345,6 +367,15 @@ def aggregate(
         raise CrowdDataError("--new-classes goes with --state")
     if refresh is not None:
         raise CrowdDataError("--refresh goes with --state")
+    if kind == "spans":
+        _check_spans_options(engine, gold, write_back)
+        from crowdlearn.cli._spans import aggregate_spans
+
+        aggregate_spans(
+            data, strategy, _parse_params(params), output, output_format, duplicates,
+            overwrite, truth,
+        )  # fmt: skip
+        return
     if strategy is None and kind == "comparison" and engine == "dask":
         strategy = "bt"  # the one comparison strategy of the Dask engine
         note("crowdlearn: note: strategy bt (the Dask engine's for pairwise comparisons)")
@@ -451,10 +482,18 @@ def _check_state_options(
             raise CrowdDataError(f"{option} is not supported with --state")
 
 
+def _check_spans_options(engine: str, gold: str | None, write_back: tuple[str, ...]) -> None:
+    """--kind spans aggregates in memory, without --gold or --write-back."""
+    for given, option in ((engine == "dask", "--engine dask"), (gold, "--gold"),
+                          (write_back, "--write-back")):  # fmt: skip
+        if given:
+            raise CrowdDataError(f"{option} is not supported for spans (--kind spans)")
+
+
 def _list_strategies(kind: str | None) -> None:
     import crowdlearn.cli._kinds as _kinds
 
-    kinds = [kind] if kind is not None else ["class", *_kinds.PACKAGES]
+    kinds = [kind] if kind is not None else ["class", *_kinds.PACKAGES, "spans"]
     for one in kinds:
         if kind is None:
             click.echo(

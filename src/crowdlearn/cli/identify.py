@@ -200,6 +200,12 @@ def _identify_kind(
 )
 @click.option("--list", "list_", is_flag=True, help="List the scores and exit.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
+@click.option(
+    "--consensus",
+    metavar="NAME",
+    help="--kind spans: the span aggregator whose spans the workers are scored against "
+    "(default: the default span strategy).",
+)
 @kind_options
 def identify(
     data: str | None,
@@ -217,6 +223,7 @@ def identify(
     decision_level: float,
     list_: bool,
     quiet: bool,
+    consensus: str | None,
     kind: str | None,
     sep: str | None,
     order: str | None,
@@ -227,6 +234,10 @@ def identify(
     Label sets, ratings and comparisons (--kind, or a file with left and right columns)
     get their kind's worker scores in workers.csv and task (item) scores in tasks.csv
     (items.csv), with a summary.json; -s, --prune and --confusions are for classes.
+    Spans (--kind spans): per worker the tasks, spans, and span precision, recall and F1
+    against the consensus (--consensus NAME's spans) and against the truth where the
+    data carry it, plus the aggregator's own worker scores (columns named model_SCORE); per task
+    the workers' mean pairwise span F1 (agreement).
 
     Writes tasks.csv (task scores, keyed by task id), workers.csv (worker scores, keyed
     by worker id, with a keep/review/stop decision per worker and the counts behind it:
@@ -255,12 +266,19 @@ def identify(
     if kind is None:
         kind = _kinds.detected_kind(data, "memory")
     _kinds.check_kind_options(kind, sep, order, tie)
+    if consensus is not None and kind != "spans":
+        raise click.UsageError(f"--consensus applies to --kind spans, not to {kind}")
     if kind != "class":
         if scores or prune or pruned_output:
             raise CrowdDataError(
                 f"-s, --prune and --pruned-output apply to classes; {_kinds.NOUNS[kind]} get "
                 "their kind's scores without options"
             )
+        if kind == "spans":
+            from crowdlearn.cli._spans import identify_spans
+
+            identify_spans(data, output, overwrite, duplicates, consensus)
+            return
         _identify_kind(data, kind, output, overwrite, sep, order, tie, duplicates)
         return
     prune_fractions = _parse_prune(prune)

@@ -13,6 +13,9 @@ from crowdlearn.cli._app import cli
 from crowdlearn.cli._kinds import kind_options
 from crowdlearn.cli._reading import duplicates_option, reading_options
 
+#: The format line of spans (the layouts are listed in docs/spans.md and docs/formats.md).
+SPANS_FORMAT = "spans, read by the span readers of crowdlearn.io"
+
 
 def _container(data: str) -> str:
     """What DATA is on disk: a file (and its compression), a folder or a batch."""
@@ -97,6 +100,13 @@ def _counts(answers: Any) -> list[str]:
         shown = ", ".join(map(str, answers.classes[:10].tolist()))
         more = f" ... ({len(answers.classes)} in all)" if len(answers.classes) > 10 else ""
         lines.append(f"classes: {shown}{more}")
+    if getattr(answers, "kind", None) == "spans":
+        marked = int((answers.label >= 0).sum())
+        lines += [f"labels: {', '.join(map(str, answers.labels.tolist()))}",
+                  f"tokens: {int(answers.n_tokens.sum())}", f"spans marked: {marked}"]  # fmt: skip
+        if answers.truth is not None:
+            lines.append(f"true spans: {int((answers.truth['label'] >= 0).sum())}")
+        return lines
     if getattr(answers, "levels", None) is not None:
         lines.append(f"order: {', '.join(map(str, answers.levels.tolist()))}")
     truth = getattr(answers, "truth", None)
@@ -130,20 +140,26 @@ def inspect(
     if not is_batch_source(data):
         _kinds.require_input(data)
     click.echo(f"{data}: {_container(data)}")
-    click.echo(f"format: {_format(data)}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ReadNoteWarning)
         if kind is None:
             kind = _kinds.detected_kind(data, "memory")
+        # spans have readers of their own (a Label Studio NER export is no export of
+        # choices): their format is the kind's
+        click.echo(f"format: {_format(data) if kind != 'spans' else SPANS_FORMAT}")
         _kinds.check_kind_options(kind, sep, order, tie)
         if kind == "class":
             from crowdlearn.cli.identify import load_crowd
 
             answers = load_crowd(data, duplicates=duplicates)
+        elif kind == "spans":
+            from crowdlearn.cli._spans import read_spans
+
+            answers = read_spans(data, duplicates)
         else:
             answers = _kinds.read_answers(data, kind, sep, order, tie, duplicates)
     click.echo(f"kind: {kind} ({_kinds.NOUNS[kind]})")
-    if recognise(data) is not None:
+    if kind != "spans" and recognise(data) is not None:
         export = _cached_export(data)
         click.echo("columns: " + ", ".join(f"{r}={c}" for r, c in export.roles.items()))
         gold = export.gold

@@ -96,6 +96,9 @@ def report(
     summary, workload and feedback-effort histograms, worker table with suspected
     spammers flagged, hardest tasks, comparison of aggregation strategies and confusion
     matrices. Large crowds get capped tables and subsampled plots, said on the page.
+    Spans (--kind spans): the least-agreeing documents (lowest mean pairwise span F1
+    between their workers), each worker's spans under the aggregated ones (and the
+    true ones with --truth), the document and worker tables.
     """
     import numpy as np
 
@@ -107,6 +110,12 @@ def report(
     if kind is None:
         kind = _kinds.detected_kind(data, "memory")
     _kinds.check_kind_options(kind, sep, order, tie)
+    if kind == "spans":
+        _report_spans(
+            data, output, strategies, use_truth, title, max_worker_rows, max_task_rows,
+            max_plot_points, duplicates, overwrite,
+        )  # fmt: skip
+        return
     if kind != "class":
         if len(_strategy_names(strategies)) > 1 or use_truth:
             raise CrowdDataError(
@@ -165,3 +174,50 @@ def report(
             seed=seed,
         )
     click.echo(f"report: {crowd} -> {output}")
+
+
+def _report_spans(
+    data: str,
+    output: str,
+    strategies: tuple[str, ...],
+    use_truth: bool,
+    title: str | None,
+    max_worker_rows: int,
+    max_task_rows: int,
+    max_plot_points: int,
+    duplicates: str,
+    overwrite: bool,
+) -> None:
+    """The report on spans: one span aggregator (-s NAME), --truth where DATA carry it."""
+    from crowdlearn.aggregation.spans._make import make_span_aggregator
+    from crowdlearn.cli._spans import read_spans
+    from crowdlearn.data import CrowdDataError
+    from crowdlearn.report import ReportLimits, write_report
+
+    named = _strategy_names(strategies)
+    if len(named) > 1:
+        raise CrowdDataError("a report on spans shows one strategy (-s NAME)")
+    strategy = named[0] if named else None
+    if strategy is not None:
+        make_span_aggregator(strategy)  # an unknown name fails before any reading
+    outputs = Outputs(overwrite, reads=[data])
+    out = outputs.file(output)
+    answers = read_spans(data, duplicates)
+    if use_truth and answers.truth is None:
+        raise CrowdDataError(
+            f"--truth: {data} carries no truth (the NER-MTurk layout's ground_truth folder); "
+            "leave out --truth"
+        )
+    limits = ReportLimits(
+        worker_rows=max_worker_rows, task_rows=max_task_rows, plot_points=max_plot_points
+    )
+    with outputs:
+        write_report(
+            answers,
+            out.staged,
+            title=title or f"crowdlearn report: {data}",
+            limits=limits,
+            strategy=strategy,
+            use_truth=use_truth,
+        )
+    click.echo(f"report: {answers} -> {output}")

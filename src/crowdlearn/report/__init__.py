@@ -490,9 +490,14 @@ def write_report(data: CrowdData, path: str | os.PathLike[str], **options: Any) 
 
     Label sets, ratings and comparisons get their kind's report
     (:func:`crowdlearn.report._kinds.build_kind_report`: options ``title``, ``limits``,
-    ``strategy``).
+    ``strategy``); spans theirs (:func:`crowdlearn.report._spans.build_spans_report`:
+    the same options and ``use_truth``).
     """
-    if getattr(data, "kind", None) in (
+    if getattr(data, "kind", None) == "spans":
+        from crowdlearn.report._spans import build_spans_report
+
+        text = build_spans_report(data, **options)
+    elif getattr(data, "kind", None) in (
         "multilabel",
         "rating",
         "comparison",
