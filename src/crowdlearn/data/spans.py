@@ -611,8 +611,9 @@ class Spans(TaskKindData):
         n = self.n_tokens[task_a]
         bad = (start_a < 0) | (end_a <= start_a) | (end_a > n)
         if bad.any():
+            pairs = list(zip(start_a[bad].tolist(), end_a[bad].tolist(), strict=True))
             raise CrowdDataError(
-                f"token spans {show(list(zip(start_a[bad].tolist(), end_a[bad].tolist())))} "
+                f"token spans {show(pairs)} "
                 "are not inside their task (0 <= start < end <= n_tokens)"
             )
         char_start = np.empty(task_a.shape, dtype=np.int64)
@@ -733,7 +734,9 @@ def _to_tokens(
                 f"({size} characters)"
             )
         if e <= s:
-            raise CrowdDataError(f"{what} {row}: the span ends ({e}) before or where it starts ({s})")
+            raise CrowdDataError(
+                f"{what} {row}: the span ends ({e}) before or where it starts ({s})"
+            )
         first, stop, cuts = char_to_token_spans(offsets[t], [s], [e])
         if stop[0] <= first[0]:
             raise CrowdDataError(
