@@ -417,8 +417,8 @@ def _spans_from_rows(
     from crowdlearn.data._ids import factorize
     from crowdlearn.data.spans import _append
 
-    task_codes, task_ids = factorize([r[0] for r in rows], "task")
-    worker_codes, worker_ids = factorize([r[1] for r in rows], "worker")
+    task_codes, task_ids = factorize(_one_type([r[0] for r in rows]), "task")
+    worker_codes, worker_ids = factorize(_one_type([r[1] for r in rows]), "worker")
     out: dict[str, list] = {k: [] for k in ("task", "worker", "start", "end", "label")}
     for t, w, (_, _, spans) in zip(task_codes.tolist(), worker_codes.tolist(), rows, strict=True):
         _append(out, t, w, sorted(spans, key=lambda s: (s[0], s[1], str(s[2]))))
@@ -438,6 +438,25 @@ def _spans_from_rows(
         texts=[docs[t].text for t in tasks] if texted else None,
         offsets=[docs[t].offsets for t in tasks] if texted else None,
     )
+
+
+def _cell(value: Any, what: str, where: str) -> int:
+    """An integer from a table cell (a column with empty cells is read as text)."""
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            raise CrowdDataError(f"{where}: {what} must be an integer, got {value!r}") from None
+    return _int(value, what, where)
+
+
+def _one_type(ids: list[Any]) -> list[Any]:
+    """Ids of one type: as read, or all as text where the export mixes types (Label
+    Studio's ``completed_by`` is a number, or an object whose e-mail names the worker)."""
+    kinds = {type(i) for i in ids}
+    if len(kinds) > 1 and not kinds <= {int, np.int64}:
+        return [str(i) for i in ids]
+    return ids
 
 
 def _text_doc(task: Any, text: Any, where: str) -> _Doc:
@@ -620,10 +639,15 @@ def _conll_annotators(path: Path, scheme: str, duplicates: str) -> Spans:
             new_sentence = False
         current.append((number, fields))
     documents = [d for d in documents if d[2] or docstarts]
-    width = len(content[0][1]) if header is None else len(header) + 1
+    tokens_seen = [
+        (n, f) for n, f in content if f[0] != DOCSTART and (header is None or n > content[0][0])
+    ]
+    if not tokens_seen:
+        raise CrowdDataError("the file is empty (no tokens)")
+    width = len(tokens_seen[0][1]) if header is None else len(header) + 1
     if width < 2:
         raise CrowdDataError(
-            f"line {content[0][0]}: expected 'TOKEN TAG_1 ... TAG_k' (one tag column per "
+            f"line {tokens_seen[0][0]}: expected 'TOKEN TAG_1 ... TAG_k' (one tag column per "
             "worker), got one field"
         )
     names: list[Any] = list(header) if header is not None else list(range(1, width))
@@ -1127,6 +1151,6 @@ def read_span_table(
                     f"{where}: start, end and label must all be given, or all be empty (the "
                     "worker marked nothing)"
                 )
-            answer.spans.append((_int(start, "start", where), _int(end, "end", where), label))
+            answer.spans.append((_cell(start, "start", where), _cell(end, "end", where), label))
             answer.span_where.append(where)  # type: ignore[union-attr]
         return _build(list(grouped.values()), docs, units=units, duplicates="error")
