@@ -143,21 +143,34 @@ def looks_like_spans(source: Any) -> bool:
                 for line in handle:
                     if line.strip():
                         first = json.loads(line)
-                        return (
-                            isinstance(first, dict)
-                            and isinstance(first.get("spans"), list)
-                            and "text" in first
-                            and not first.get("options")
-                        )
+                        return _prodigy_ner_example(first)
             return False
-        if suffix == ".json" and path.stat().st_size < 512 * 2**20:
-            document = json.loads(path.read_text(encoding="utf-8"))
+        if suffix == ".json":
+            raw = path.read_bytes()
+            if raw.lstrip()[:1] != b"[" or b'"labels"' not in raw:
+                return False  # not a list of tasks, or no span labels in it
+            document = json.loads(raw.decode("utf-8-sig"))
             return isinstance(document, list) and any(
                 _span_results(entry) for entry in document[:50] if isinstance(entry, dict)
             )
     except (OSError, ValueError, UnicodeDecodeError):
         return False
     return False
+
+
+def _prodigy_ner_example(example: Any) -> bool:
+    """Whether a Prodigy example is a ``ner`` one: a text and a list of spans, and
+    neither the options of a choice nor the top-level label of a binary text class
+    (``spans`` alone may be an empty list that a text classification carried along)."""
+    if not isinstance(example, dict) or "text" not in example:
+        return False
+    spans = example.get("spans")
+    return (
+        isinstance(spans, list)
+        and "options" not in example
+        and "label" not in example
+        and (bool(spans) or "tokens" in example)
+    )
 
 
 def _span_results(entry: dict) -> bool:
