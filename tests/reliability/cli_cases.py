@@ -242,6 +242,26 @@ def input_files() -> dict[str, bytes | None]:
         "spansio-badtag.conll": b"TOKEN w1 w2\n-DOCSTART- d1\nAda B-PER B-PER\nwrote O X-PER\n",
         "spansio-emptydoc.conll": b"-DOCSTART- d1\n-DOCSTART- d2\nAda B-PER\n",
         "spansio-tokens.conll": b"-DOCSTART- 1\nqqq\nzzz\n",
+        "spansio-ls.json": json.dumps(
+            [
+                {
+                    "id": 1,
+                    "data": {"text": "Ada wrote."},
+                    "annotations": [
+                        {
+                            "id": 4,
+                            "completed_by": 1,
+                            "result": [
+                                {
+                                    "type": "labels",
+                                    "value": {"start": 0, "end": 3, "labels": ["PER"]},
+                                }
+                            ],
+                        }
+                    ],
+                }
+            ]
+        ).encode(),
     }
 
 
@@ -1676,7 +1696,7 @@ CASES: list[Case] = [
         "spans-io-tokens-cannot-be-aligned",
         [
             "aggregate",
-            "spansio-past-end.json",
+            "spansio-ls.json",
             "--kind",
             "spans",
             "--tokens",

@@ -752,7 +752,8 @@ def read_label_studio(
     """A Label Studio NER export, JSON or JSON-MIN.
 
     JSON (the full export): a list of tasks, each with ``id``, ``data`` (the text:
-    ``data["text"]``, else the one text field of ``data``) and ``annotations``; each
+    ``data["text"]``, else the one field of ``data`` holding a text with spaces) and
+    ``annotations``; each
     annotation has ``completed_by`` (the worker: its ``email``, else its ``id``, else
     the value) and ``result``, whose items of ``type: "labels"`` are the spans:
     ``value`` = ``{start, end, text, labels: [...]}`` (character offsets, end
@@ -790,7 +791,9 @@ def _ls_text(data: Any, where: str) -> Any:
         return None
     if "text" in data:
         return data["text"]
-    texts = [v for v in data.values() if isinstance(v, str)]
+    # another name for the text field ($content, $sentence...): the one field holding a
+    # text with spaces (an image path or an id is not the text)
+    texts = [v for v in data.values() if isinstance(v, str) and len(v.split()) > 1]
     if len(texts) > 1:
         raise CrowdDataError(f"{where}: 'data' holds several texts and none is named 'text'")
     return texts[0] if texts else None
