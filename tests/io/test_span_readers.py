@@ -363,6 +363,17 @@ def test_text_answers_are_aligned_to_reference_tokens(tmp_path):
     assert _spans_of(data, 0, 0) == [(0, 3, "PER")]
 
 
+def test_reference_token_file_matches_task_ids_by_their_text(tmp_path):
+    path = _ls_export(
+        tmp_path,
+        [{"id": 1, "data": {"text": "Ada wrote."},
+          "annotations": [{"completed_by": 1, "result": [_ls_result(0, 3, "PER")]}]}],
+    )  # fmt: skip
+    (tmp_path / "tokens.conll").write_text("-DOCSTART- 1\nAda\nwrote\n.\n")
+    data = io.read(path, kind="spans", tokens=tmp_path / "tokens.conll")
+    assert list(data.task_ids) == [1] and _spans_of(data, 0, 0) == [(0, 1, "PER")]
+
+
 def test_tokens_that_cannot_be_aligned_are_an_error(tmp_path):
     path = _ls_export(
         tmp_path,

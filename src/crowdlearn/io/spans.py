@@ -399,7 +399,7 @@ def _build(
                     )
                 spans.append((start, end, label))
         if reference is not None:
-            target = reference.get(answer.task)
+            target = _lookup(reference, answer.task)
             if target is None:
                 raise CrowdDataError(
                     f"{answer.where}: task {answer.task!r} has no reference tokens"
@@ -438,7 +438,7 @@ def _spans_from_rows(
     tasks = task_ids.tolist()
     if reference is not None:
         return Spans._from_label_names(
-            out, [list(reference[t]) for t in tasks], task_ids, worker_ids, None, None
+            out, [list(_lookup(reference, t)) for t in tasks], task_ids, worker_ids, None, None
         )
     texted = all(docs[t].offsets is not None for t in tasks)
     return Spans._from_label_names(
@@ -451,6 +451,14 @@ def _spans_from_rows(
         texts=[docs[t].text for t in tasks] if texted else None,
         offsets=[docs[t].offsets for t in tasks] if texted else None,
     )
+
+
+def _lookup(mapping: Mapping[Any, Any], task: Any) -> Any:
+    """``mapping[task]``, or by the task id's text (ids read from a token file or a
+    folder's file names are text: task ``1`` of an export is ``"1"`` there)."""
+    if task in mapping:
+        return mapping[task]
+    return mapping.get(str(task))
 
 
 def _cell(value: Any, what: str, where: str) -> int:
