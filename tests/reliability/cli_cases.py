@@ -1662,11 +1662,14 @@ CASES: list[Case] = [
         "ckpt/checkpoint.pt: a PyTorch pickle (torch.save), the checkpoint format",
     ),
     # ---- issue 45: span readers (Label Studio, Prodigy, CoNLL columns, long CSV + texts)
+    # --kind spans reaches the readers through the spans CLI (crowdlearn.cli._spans, branch
+    # n-scli); until it is merged these cases are skipped (skip_if)
     Case(
         "spans-io-past-end-of-text",
         ["aggregate", "spansio-past-end.json", "--kind", "spans", "-o", "out"],
         "spansio-past-end.json: task 1, annotation 4: the span [0, 40) reaches past the end "
         "of its text (10 characters)",
+        skip_if="crowdlearn.cli._spans",
     ),
     Case(
         "spans-io-end-before-start",
@@ -1681,16 +1684,19 @@ CASES: list[Case] = [
             "out",
         ],
         "spansio-crowd.csv: line 3: the span [7, 4) ends before or where it starts",
+        skip_if="crowdlearn.cli._spans",
     ),
     Case(
         "spans-io-unknown-tag",
         ["aggregate", "spansio-badtag.conll", "--kind", "spans", "-o", "out"],
         "spansio-badtag.conll: line 4, column 'w2': unknown tag 'X-PER' for scheme 'bio'",
+        skip_if="crowdlearn.cli._spans",
     ),
     Case(
         "spans-io-unknown-scheme",
         ["aggregate", "spansio-badtag.conll", "--kind", "spans", "--scheme", "bilou", "-o", "out"],
         "'--scheme'",
+        skip_if="crowdlearn.cli._spans",
     ),
     Case(
         "spans-io-tokens-cannot-be-aligned",
@@ -1706,26 +1712,31 @@ CASES: list[Case] = [
         ],
         "its tokens cannot be aligned to the task's reference tokens",
         notes="the Label Studio text 'Ada wrote.' against reference tokens 'qqq zzz'",
+        skip_if="crowdlearn.cli._spans",
     ),
     Case(
         "spans-io-answer-without-text-label-studio",
         ["aggregate", "spansio-notext.json", "--kind", "spans", "-o", "out"],
         "spansio-notext.json: task 1: task 1 has no text",
+        skip_if="crowdlearn.cli._spans",
     ),
     Case(
         "spans-io-answer-without-text-prodigy",
         ["aggregate", "spansio-notext.jsonl", "--kind", "spans", "-o", "out"],
         "spansio-notext.jsonl: line 1: task 1 has no text",
+        skip_if="crowdlearn.cli._spans",
     ),
     Case(
         "spans-io-empty-document",
         ["aggregate", "spansio-emptydoc.conll", "--kind", "spans", "-o", "out"],
         "spansio-emptydoc.conll: line 1: the document is empty (no tokens)",
+        skip_if="crowdlearn.cli._spans",
     ),
     Case(
         "spans-io-csv-without-texts",
         ["aggregate", "spansio-crowd.csv", "--kind", "spans", "-o", "out"],
         "spansio-crowd.csv: a long table of spans needs the texts",
+        skip_if="crowdlearn.cli._spans",
     ),
     Case(
         "spans-io-texts-on-classes",
