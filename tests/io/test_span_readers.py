@@ -417,3 +417,56 @@ def test_unknown_layouts_are_refused(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(CrowdDataError, match="NER-MTurk layout"):
         read_spans(tmp_path / "empty")
+
+
+# ------------------------------------------------ one crowd, every text layout
+
+
+def test_one_crowd_in_every_text_layout_reads_the_same(tmp_path):
+    texts = {1: TEXT, 2: "Paris is in France ."}
+    answers = {  # (task, worker) -> character spans
+        (1, "a"): [(0, 12, "PER"), (28, 34, "LOC")],
+        (1, "b"): [(4, 12, "PER")],
+        (2, "a"): [],
+        (2, "b"): [(0, 5, "LOC"), (12, 18, "LOC")],
+    }
+    # long CSV + texts
+    rows = ["task,worker,start,end,label"]
+    for (task, worker), spans in answers.items():
+        rows += [f"{task},{worker},{s},{e},{lab}" for s, e, lab in spans] or [
+            f"{task},{worker},,,"
+        ]
+    (tmp_path / "spans.csv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "texts.csv").write_text(
+        "task,text\n" + "".join(f'{t},"{x}"\n' for t, x in texts.items())
+    )
+    # Label Studio JSON and JSON-MIN
+    full = [
+        {"id": t, "data": {"text": x}, "annotations": [
+            {"completed_by": w, "result": [_ls_result(s, e, lab) for s, e, lab in spans]}
+            for (task, w), spans in answers.items() if task == t]}
+        for t, x in texts.items()
+    ]  # fmt: skip
+    minimal = [
+        {"id": t, "text": texts[t], "annotator": w,
+         **({"label": [{"start": s, "end": e, "labels": [lab]} for s, e, lab in spans]}
+            if spans else {})}
+        for (t, w), spans in answers.items()
+    ]  # fmt: skip
+    # Prodigy, without tokens (cut by crowdlearn's tokenizer)
+    prodigy = [
+        {"text": texts[t], "_input_hash": t, "_task_hash": 0, "_annotator_id": w,
+         "answer": "accept", "tokens": _tokens(texts[t]),
+         "spans": [{"start": s, "end": e, "label": lab} for s, e, lab in spans]}
+        for (t, w), spans in answers.items()
+    ]  # fmt: skip
+    read = [
+        read_spans(tmp_path / "spans.csv", texts=tmp_path / "texts.csv"),
+        read_spans(_ls_export(tmp_path, full, "full.json")),
+        read_spans(_ls_export(tmp_path, minimal, "min.json")),
+        read_spans(_prodigy(tmp_path, prodigy)),
+    ]
+    first = read[0]
+    assert first.n_spans == 5 and first.n_annotations == 6
+    for other in read[1:]:
+        assert other == first
