@@ -3,6 +3,7 @@
 import json
 import warnings
 
+import pandas as pd
 import pytest
 
 from crowdlearn import io
@@ -470,3 +471,44 @@ def test_one_crowd_in_every_text_layout_reads_the_same(tmp_path):
     assert first.n_spans == 5 and first.n_annotations == 6
     for other in read[1:]:
         assert other == first
+
+
+def test_ner_mturk_val_as_one_conll_file_with_worker_columns(shared_datasets, tmp_path):
+    """The real crowd (NER-MTurk val, read from its folders) written as one CoNLL file
+    with a column per worker and a gold column reads back to the same Spans."""
+    from crowdlearn.io.conll_folders import read_conll_folders
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CrowdDataWarning)  # alignment and repairs, counted
+        folders = read_conll_folders(shared_datasets / "ner_mturk_rodrigues" / "val")
+    names = folders.tag_names()
+    codes = folders.bio_codes()
+    workers = folders.worker_ids.tolist()
+    truth = folders.truth
+    lines = ["TOKEN gold " + " ".join(workers)]
+    for t, task in enumerate(folders.task_ids.tolist()):
+        gold = ["O"] * int(folders.n_tokens[t])
+        for s, e, lab in truth[truth.task == t][["start", "end", "label"]].values.tolist():
+            gold[s:e] = [f"B-{folders.labels[lab]}"] + [f"I-{folders.labels[lab]}"] * (e - s - 1)
+        columns = [
+            [names[c] for c in codes[(t, w)]] if (t, w) in codes else ["?"] * len(gold)
+            for w in range(len(workers))
+        ]
+        lines.append(f"-DOCSTART- {task}")
+        for i, token in enumerate(folders.tokens[t]):
+            lines.append(" ".join([token, gold[i], *(col[i] for col in columns)]))
+    path = tmp_path / "val.conll"
+    path.write_text("\n".join(lines) + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # valid BIO written: nothing to repair
+        wide = read_spans(path)
+    assert wide.n_workers == 46 and wide.n_tasks == 200
+    assert wide.tokens == folders.tokens and wide.truth.equals(folders.truth)
+    for ids in ("task_ids", "worker_ids", "labels"):
+        assert getattr(wide, ids).tolist() == getattr(folders, ids).tolist()
+    order = ["task", "worker", "start", "end", "label"]
+
+    def rows(data):  # the same rows, in another order (per document, not per worker)
+        return data.to_frame().sort_values(order).reset_index(drop=True)
+
+    pd.testing.assert_frame_equal(rows(wide), rows(folders))

@@ -350,11 +350,13 @@ def _build(
     duplicates: str,
     reference: Mapping[Any, list[str]] | None = None,
     what: str = "text",
+    every_doc: bool = False,
 ) -> Spans:
     """The :class:`Spans` of ``answers`` over ``docs``; ``units`` says whether their
     spans are in ``"char"`` (offsets into the doc's text) or ``"token"`` indices.
     With ``reference``, each answer is aligned from its doc's tokens onto the
-    reference tokens of its task."""
+    reference tokens of its task. The tasks are those answered, or with ``every_doc``
+    every doc (a document nobody annotated stays a task: its tokens and truth count)."""
     if not answers:
         raise CrowdDataError("no answer is left to read")
     answers = _keep(answers, duplicates)
@@ -419,18 +421,23 @@ def _build(
             f"{differ} answer(s) over other tokens than the reference were aligned to it; "
             f"{unaligned} reference token(s) faced no token of the answer and were tagged O"
         )
-    return _spans_from_rows(rows, docs, reference)
+    return _spans_from_rows(rows, docs, reference, list(docs) if every_doc else None)
 
 
 def _spans_from_rows(
     rows: list[tuple[Any, Any, list[tuple[int, int, Any]]]],
     docs: Mapping[Any, _Doc],
     reference: Mapping[Any, list[str]] | None,
+    tasks: list[Any] | None = None,
 ) -> Spans:
     from crowdlearn.data._ids import factorize
     from crowdlearn.data.spans import _append
 
-    task_codes, task_ids = factorize(_one_type([r[0] for r in rows]), "task")
+    if tasks is None:
+        task_codes, task_ids = factorize(_one_type([r[0] for r in rows]), "task")
+    else:
+        _, task_ids = factorize(_one_type(tasks), "task")  # sorted, as without declaring
+        task_codes, _ = factorize([r[0] for r in rows], "task", task_ids)
     worker_codes, worker_ids = factorize(_one_type([r[1] for r in rows]), "worker")
     out: dict[str, list] = {k: [] for k in ("task", "worker", "start", "end", "label")}
     for t, w, (_, _, spans) in zip(task_codes.tolist(), worker_codes.tolist(), rows, strict=True):
@@ -720,7 +727,9 @@ def _conll_annotators(path: Path, scheme: str, duplicates: str) -> Spans:
     _warn_repaired(repaired, "tags")
     if not answers:
         raise CrowdDataError("no worker annotated any document (every tag column is '?')")
-    spans = _build(answers, docs, units="token", duplicates=duplicates, what="tokens")
+    spans = _build(
+        answers, docs, units="token", duplicates=duplicates, what="tokens", every_doc=True
+    )
     if gold:
         spans = _with_truth(spans, truth)
     return spans
