@@ -512,3 +512,20 @@ def test_ner_mturk_val_as_one_conll_file_with_worker_columns(shared_datasets, tm
         return data.to_frame().sort_values(order).reset_index(drop=True)
 
     pd.testing.assert_frame_equal(rows(wide), rows(folders))
+
+
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        ("Ada\n", "line 1: a token before the first '-DOCSTART- TASK' line"),
+        ("-DOCSTART- d\n\n-DOCSTART- e\nx\n", "line 1: the document 'd' is empty"),
+        ("-DOCSTART- d\nx\n-DOCSTART- d\ny\n", "line 3: task 'd' appears twice"),
+        ("-DOCSTART-\nx\n", "line 1: a token file names each task"),
+        ("\n", "the file names no task"),
+    ],
+)
+def test_token_file_errors_name_the_line(tmp_path, content, match):
+    path = tmp_path / "tokens.conll"
+    path.write_text(content)
+    with pytest.raises(CrowdDataError, match=match):
+        read_token_file(path)
