@@ -146,8 +146,12 @@ def looks_like_spans(source: Any) -> bool:
                         return _prodigy_ner_example(first)
             return False
         if suffix == ".json":
+            with path.open("rb") as handle:
+                head = handle.read(4096).lstrip().removeprefix(b"\xef\xbb\xbf").lstrip()
+            if head[:1] != b"[":
+                return False  # a peerannot answers.json (an object), not a list of tasks
             raw = path.read_bytes()
-            if raw.lstrip()[:1] != b"[" or b'"labels"' not in raw:
+            if b'"labels"' not in raw:
                 return False  # not a list of tasks, or no span labels in it
             document = json.loads(raw.decode("utf-8-sig"))
             return isinstance(document, list) and any(
