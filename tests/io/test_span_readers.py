@@ -529,3 +529,20 @@ def test_token_file_errors_name_the_line(tmp_path, content, match):
     path.write_text(content)
     with pytest.raises(CrowdDataError, match=match):
         read_token_file(path)
+
+
+def test_label_studio_ground_truth_annotations_are_the_truth_when_every_task_has_one(tmp_path):
+    def task(number, truth=True):
+        return {"id": number, "data": {"text": TEXT}, "annotations": [
+            {"completed_by": 1, "result": [_ls_result(0, 12, "PER")],
+             "ground_truth": truth},
+            {"completed_by": 2, "result": [_ls_result(0, 3, "PER")]},
+        ]}  # fmt: skip
+
+    with pytest.warns(ReadNoteWarning, match="ground_truth annotations are the truth"):
+        data = read_spans(_ls_export(tmp_path, [task(1), task(2)]))
+    assert data.truth.values.tolist() == [[0, 0, 2, 0], [1, 0, 2, 0]]
+    assert data.n_annotations == 4  # the ground_truth annotation is an answer too
+    with pytest.warns(ReadNoteWarning, match="not used as the truth: 1 of 2 task"):
+        data = read_spans(_ls_export(tmp_path, [task(1), task(2, truth=False)]))
+    assert data.truth is None

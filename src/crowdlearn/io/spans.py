@@ -784,7 +784,9 @@ def read_label_studio(
     e.g. ``label``); a row without it: the worker marked nothing.
 
     Cancelled annotations, annotations without a worker and results that are not
-    ``labels`` (relations, choices) are left out and counted in a note. A span whose
+    ``labels`` (relations, choices) are left out and counted in a note. Annotations
+    marked ``ground_truth`` are answers like the others, and the truth
+    (:attr:`Spans.truth`) where every task has exactly one (else a note says why not). A span whose
     ``text`` is not the text's characters at ``[start, end)`` is an error (the offsets
     are then not into this text).
     """
@@ -804,7 +806,36 @@ def read_label_studio(
             )
         if left_out:
             note(f"{path.name}: left out " + ", ".join(f"{n} {w}" for w, n in left_out.items()))
-        return _build(answers, docs, units="char", duplicates=duplicates, reference=tokens)
+        spans = _build(answers, docs, units="char", duplicates=duplicates, reference=tokens)
+        return _ls_truth(spans, docs, tokens is not None, path.name)
+
+
+def _ls_truth(spans: Spans, docs: Mapping[Any, _Doc], aligned: bool, name: str) -> Spans:
+    """``spans`` with the truth of Label Studio's ``ground_truth`` annotations, where
+    every task has exactly one (a truth of spans covers every task); else a note."""
+    marked = {t: d.extra["truth"] for t, d in docs.items() if "truth" in d.extra}
+    if not marked:
+        return spans
+    tasks = spans.task_ids.tolist()
+    why = None
+    if aligned:
+        why = "the answers were aligned to other tokens (--tokens)"
+    elif any(len(v) > 1 for v in marked.values()):
+        why = "a task has several"
+    elif set(marked) != set(tasks):
+        why = f"{len(set(tasks) - set(marked))} of {len(tasks)} task(s) have none"
+    if why is not None:
+        note(f"{name}: ground_truth annotations are not used as the truth: {why}")
+        return spans
+    truth = {}
+    for task, (found,) in marked.items():
+        doc = docs[task]
+        truth[task] = []
+        for start, end, label in found:
+            first, stop, _ = char_to_token_spans(doc.offsets, [start], [end])
+            truth[task].append((int(first[0]), int(stop[0]), label))
+    note(f"{name}: the ground_truth annotations are the truth ({len(truth)} task(s))")
+    return _with_truth(spans, truth)
 
 
 def _ls_text(data: Any, where: str) -> Any:
@@ -884,6 +915,8 @@ def _ls_full(document: list[dict]) -> tuple[list[_Answer], dict[Any, _Doc], dict
                     continue
                 spans += _ls_span(result.get("value"), text, place)
             answers.append(_Answer(task, worker, spans, place))
+            if annotation.get("ground_truth"):
+                docs[task].extra.setdefault("truth", []).append(spans)
     return answers, docs, left_out
 
 
