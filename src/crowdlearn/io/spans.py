@@ -87,6 +87,12 @@ DOCSTART = "-DOCSTART-"
 #: The tag of a worker who did not annotate a document (a column of a CoNLL file).
 NOT_SEEN = "?"
 
+#: The CoNLL layout read, as errors name it.
+LAYOUT = (
+    "crowdlearn reads CoNLL files with one tag column per worker (TOKEN TAG_1 ... TAG_k, "
+    "'?' where a worker did not annotate; not TOKEN WORKER TAG rows)"
+)
+
 _OPTIONS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
     "crowdlearn_span_options", default=None
 )
@@ -721,7 +727,10 @@ def _conll_annotators(path: Path, scheme: str, duplicates: str) -> Spans:
                     "document"
                 )
             for (number, _), tag in zip(rows, tags, strict=True):
-                _split_tag(tag, scheme, f"line {number}, column {name!r}")
+                try:
+                    _split_tag(tag, scheme, f"line {number}, column {name!r}")
+                except CrowdDataError as error:
+                    raise CrowdDataError(f"{error}; {LAYOUT}") from None
             spans, n = tags_to_spans(tags, scheme, breaks=starts, where=f"line {first}")
             repaired += n
             if column - 1 in gold:
