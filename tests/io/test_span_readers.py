@@ -3,6 +3,7 @@
 import json
 import warnings
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -546,3 +547,46 @@ def test_label_studio_ground_truth_annotations_are_the_truth_when_every_task_has
     with pytest.warns(ReadNoteWarning, match="not used as the truth: 1 of 2 task"):
         data = read_spans(_ls_export(tmp_path, [task(1), task(2, truth=False)]))
     assert data.truth is None
+
+
+def test_ner_mturk_val_as_label_studio_aligned_back_to_the_gold_tokens(shared_datasets, tmp_path):
+    """NER-MTurk val written as a Label Studio export (the tokens joined by spaces,
+    spans in characters) and read with the gold folder as ``tokens``: crowdlearn's
+    tokenizer cuts 199 of the 200 documents otherwise (``U.S.``, ``1-0``...), and the
+    alignment carries every span back onto the gold tokens exactly."""
+    from crowdlearn.io.conll_folders import read_conll_folders
+
+    root = shared_datasets / "ner_mturk_rodrigues" / "val"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CrowdDataWarning)
+        folders = read_conll_folders(root)
+    tasks = []
+    for t, task in enumerate(folders.task_ids.tolist()):
+        tokens = folders.tokens[t]
+        starts = np.cumsum([0] + [len(x) + 1 for x in tokens[:-1]]).tolist()
+        annotations = []
+        for w, worker in enumerate(folders.worker_ids.tolist()):
+            rows = (folders.task == t) & (folders.worker == w)
+            if rows.any():
+                found = zip(folders.start[rows], folders.end[rows], folders.label[rows],
+                            strict=True)  # fmt: skip
+                annotations.append({"completed_by": worker, "result": [
+                    _ls_result(starts[s], starts[e - 1] + len(tokens[e - 1]),
+                               folders.labels[lab])
+                    for s, e, lab in found if lab >= 0]})  # fmt: skip
+        tasks.append({"id": task, "data": {"text": " ".join(tokens)}, "annotations": annotations})
+    path = _ls_export(tmp_path, tasks, "val.json")
+    own = read_spans(path)
+    assert sum(a != b for a, b in zip(own.tokens, folders.tokens, strict=False)) == 199
+    with pytest.warns(ReadNoteWarning, match="978 answer.*0 reference token"):
+        aligned = read_spans(path, tokens=root / "ground_truth")
+
+    def spans(data):
+        frame = data.to_frame()
+        return sorted(
+            (r.task, r.worker, r.start, r.end, r.label)
+            for r in frame[frame.label.notna()].itertuples()
+        )
+
+    assert aligned.n_tasks == 199  # one document nobody annotated
+    assert spans(aligned) == spans(folders)
