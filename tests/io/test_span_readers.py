@@ -91,7 +91,9 @@ def test_read_without_kind_detects_a_label_studio_ner_export(tmp_path):
           "annotations": [{"completed_by": 1, "result": [_ls_result(0, 3, "PER")]}]}],
     )  # fmt: skip
     assert isinstance(io.read(path), Spans)
-    assert io.kinds.source_kind(path) == "spans"
+    from crowdlearn.io.kinds import source_kind
+
+    assert source_kind(path) == "spans"
     assert isinstance(io.read_kind(path), Spans)
 
 

@@ -157,14 +157,13 @@ def read(
         One of :data:`FORMATS`; default told by :func:`detect_format`.
     **kwargs
         Passed to the reader (:func:`read_csv`, :func:`read_parquet`,
-        :func:`read_answers_json`, :func:`read_matrix`). ``kind=`` (one of
-        :data:`crowdlearn.io.KINDS` other than ``"class"``) reads another kind of
-        answer: ``kind="spans"`` with :func:`crowdlearn.io.spans.read_spans` (options
-        ``texts``, ``tokens``, ``scheme``, ``duplicates``), the others with
-        :func:`crowdlearn.io.read_kind`. Without ``kind``, an input that looks like spans
-        (:func:`crowdlearn.io.spans.looks_like_spans`: a NER-MTurk folder, a ``.conll``
-        file, a Label Studio export of ``labels``, a Prodigy ``ner`` JSONL) is read as
-        spans.
+        :func:`read_answers_json`, :func:`read_matrix`). ``kind="spans"`` reads
+        spans with :func:`crowdlearn.io.spans.read_spans` (options ``texts``,
+        ``tokens``, ``scheme``, ``duplicates``); the other kinds are read by
+        :func:`crowdlearn.io.read_kind`. Without ``kind``, an input that looks like
+        spans (:func:`crowdlearn.io.spans.looks_like_spans`: a NER-MTurk folder, a
+        ``.conll`` file, a Label Studio export of ``labels``, a Prodigy ``ner`` JSONL)
+        is read as spans.
 
     Returns
     -------
@@ -184,14 +183,15 @@ def read(
     from crowdlearn.io._source import reading_session
 
     kind = kwargs.pop("kind", None)
-    if kind is not None and kind != "class":
-        from crowdlearn.io.kinds import read_kind
+    if kind == "spans" and not isinstance(source, pd.DataFrame):
+        from crowdlearn.io.spans import read_spans
 
-        if kind == "spans" and not isinstance(source, pd.DataFrame):
-            from crowdlearn.io.spans import read_spans
-
-            return read_spans(source, **kwargs)
-        return read_kind(source, kind, **kwargs)
+        return read_spans(source, **kwargs)
+    if kind not in (None, "class"):
+        raise CrowdDataError(
+            f"read() reads classes and spans (kind='spans'); read {kind!r} answers with "
+            f"crowdlearn.io.read_kind(source, {kind!r})"
+        )
     if isinstance(source, pd.DataFrame):
         return CrowdData.from_frame(source, **_with_default_columns(kwargs))
     as_path(source)  # a TypeError naming what a path is, before anything else
