@@ -2,7 +2,8 @@
 
 The options are added to every command that takes ``--kind`` (:func:`span_inputs`)
 without reaching the command's parameters: each one's value is kept in
-:func:`crowdlearn.io.spans.span_options`' context for this invocation, where
+:func:`crowdlearn.io.spans.span_options`' context (``crowdlearn.io._span_options``,
+which loads no numpy or pandas) for this invocation, where
 :func:`crowdlearn.io.spans.read_spans` finds it (the command reads DATA as it reads
 every kind). :func:`given` says which were given, for the error when the kind is not
 spans.
@@ -28,7 +29,7 @@ OPTIONS = {
 
 
 def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    from crowdlearn.io import spans
+    from crowdlearn.io import _span_options as spans
 
     current = dict(spans._OPTIONS.get() or {})
     current[param.name] = value
@@ -52,7 +53,7 @@ def span_inputs(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def given() -> list[str]:
     """The span input options given to this invocation."""
-    from crowdlearn.io import spans
+    from crowdlearn.io import _span_options as spans
 
     current = spans._OPTIONS.get() or {}
     return [f"--{name}" for name in ("texts", "tokens", "scheme") if current.get(name) is not None]

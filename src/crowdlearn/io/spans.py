@@ -38,10 +38,8 @@ answer for a task that has no text, an empty document. Notes
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +54,7 @@ from crowdlearn.io._span_conll import (
     read_token_file,
 )
 from crowdlearn.io._span_json import _is_span_list, read_label_studio, read_prodigy
+from crowdlearn.io._span_options import _OPTIONS, span_options
 from crowdlearn.io._span_table import read_span_table, read_texts
 
 __all__ = [
@@ -70,25 +69,6 @@ __all__ = [
     "read_token_file",
     "span_options",
 ]
-
-_OPTIONS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
-    "crowdlearn_span_options", default=None
-)
-
-
-@contextlib.contextmanager
-def span_options(
-    texts: str | os.PathLike[str] | None = None,
-    tokens: str | os.PathLike[str] | None = None,
-    scheme: str | None = None,
-) -> Iterator[None]:
-    """Within the block, :func:`read_spans` uses these inputs when not given (the
-    command line's ``--texts``, ``--tokens`` and ``--scheme``)."""
-    token = _OPTIONS.set({"texts": texts, "tokens": tokens, "scheme": scheme})
-    try:
-        yield
-    finally:
-        _OPTIONS.reset(token)
 
 
 def _option(name: str, given: Any) -> Any:
