@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from crowdlearn.data import CrowdDataError, CrowdDataWarning
-from crowdlearn.data.spans import Spans, spans_to_bio, tags_to_spans
+from crowdlearn.data.spans import Spans, spans_to_bio, tags_to_spans, tokenize
 
 
 @pytest.mark.parametrize(
@@ -147,3 +147,91 @@ def test_immutable_and_equal():
     assert a != Spans.from_tags(["d"], ["w"], [["B-A"]], tokens={"d": ["x"]}, truth={"d": ["O"]})
     with pytest.raises(AttributeError):
         a.task = None
+
+
+# ------------------------------------------------------------------ text input
+
+
+def test_tokenize_is_a_documented_regular_expression():
+    tokens, offsets = tokenize("Dr. O'Neil paid $3.50, 1,000 times in New-York.")
+    assert tokens == ["Dr", ".", "O'Neil", "paid", "$", "3.50", ",", "1,000", "times", "in",
+                      "New", "-", "York", "."]  # fmt: skip
+    text = "Dr. O'Neil paid $3.50, 1,000 times in New-York."
+    assert [text[a:b] for a, b in offsets.tolist()] == tokens
+    assert tokenize("   ")[0] == [] and tokenize("   ")[1].shape == (0, 2)
+
+
+def _text_frame(rows):
+    return pd.DataFrame(rows, columns=["task", "worker", "start", "end", "label"])
+
+
+TEXTS = {"d": "Ada Lovelace met Babbage."}
+
+
+def test_character_spans_become_token_spans_and_back():
+    frame = _text_frame([["d", "a", 0, 12, "PER"], ["d", "b", 17, 24, "PER"],
+                         ["d", "c", None, None, None]])  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no cut token: no warning
+        s = Spans.from_frame(frame, texts=TEXTS)
+    assert s.tokens[0] == ("Ada", "Lovelace", "met", "Babbage", ".")
+    assert s.texts == (TEXTS["d"],)
+    assert s.offsets[0].tolist() == [[0, 3], [4, 12], [13, 16], [17, 24], [24, 25]]
+    assert s.to_frame()[["start", "end"]].values[:2].tolist() == [[0, 2], [3, 4]]
+    assert s.char_spans(0, 0, 2) == (0, 12)
+    starts, ends = s.char_spans([0, 0], [0, 3], [2, 5])
+    assert starts.tolist() == [0, 17] and ends.tolist() == [12, 25]
+
+
+def test_a_span_cutting_a_token_is_extended_and_counted():
+    # "Lovel" (4, 9) cuts "Lovelace"; "ce met" (10, 16) cuts it from the other side
+    frame = _text_frame([["d", "a", 4, 9, "PER"], ["d", "b", 10, 16, "PER"],
+                         ["d", "c", 0, 4, "PER"]])  # fmt: skip
+    with pytest.warns(CrowdDataWarning, match="2 character span"):
+        s = Spans.from_frame(frame, texts=TEXTS)
+    assert s.start.tolist() == [1, 1, 0] and s.end.tolist() == [2, 3, 1]
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "match"),
+    [
+        (0, 99, r"row 0: the span \[0, 99\) reaches past the end of its text \(25 characters\)"),
+        (5, 2, "row 0: the span ends .2. before or where it starts .5."),
+        (3, 4, r"row 0: the span \[3, 4\) = ' ' covers no token"),
+    ],
+)
+def test_bad_character_spans_name_the_row(start, end, match):
+    with pytest.raises(CrowdDataError, match=match):
+        Spans.from_frame(_text_frame([["d", "a", start, end, "X"]]), texts=TEXTS)
+
+
+def test_text_input_errors():
+    frame = _text_frame([["d", "a", 0, 1, "X"]])
+    with pytest.raises(CrowdDataError, match="task 'd': the document is empty"):
+        Spans.from_frame(frame, texts={"d": " \n "})
+    with pytest.raises(CrowdDataError, match=r"tasks \['d'\] have no text"):
+        Spans.from_frame(frame, texts={"e": "x"})
+    with pytest.raises(CrowdDataError, match="either tokens"):
+        Spans.from_frame(frame, texts=TEXTS, tokens={"d": ["x"]})
+    token_input = Spans.from_frame(frame, tokens={"d": ["x"]})
+    assert token_input.offsets is None and token_input.texts is None
+    with pytest.raises(CrowdDataError, match="read as tokens, not text"):
+        token_input.char_spans(0, 0, 1)
+    s = Spans.from_frame(_text_frame([["d", "a", 0, 3, "X"]]), texts=TEXTS)
+    with pytest.raises(CrowdDataError, match="not inside their task"):
+        s.char_spans(0, 3, 9)
+
+
+def test_offsets_must_give_the_tokens_and_take_part_in_equality():
+    frame = _text_frame([["d", "a", 0, 3, "PER"]])
+    s = Spans.from_frame(frame, texts=TEXTS)
+    same = Spans.from_frame(frame, texts=dict(TEXTS))
+    assert s == same
+    tokens_only = Spans.from_frame(
+        _text_frame([["d", "a", 0, 1, "PER"]]), tokens={"d": list(s.tokens[0])}
+    )
+    assert s != tokens_only
+    with pytest.raises(CrowdDataError, match="offsets do not give the tokens"):
+        Spans(s.task, s.worker, s.start, s.end, s.label, tokens=s.tokens, task_ids=s.task_ids,
+              worker_ids=s.worker_ids, labels=s.labels, texts=["Bob Lovelace met Babbage."],
+              offsets=s.offsets)  # fmt: skip

@@ -272,7 +272,9 @@ def kind_options(command: Callable[..., Any]) -> Callable[..., Any]:
     ]
     for option in reversed(options):
         command = option(command)
-    return command
+    from crowdlearn.cli._span_inputs import span_inputs
+
+    return span_inputs(command)  # --texts, --tokens, --scheme of --kind spans
 
 
 def read_answers(
@@ -329,3 +331,7 @@ def check_kind_options(kind: str, sep: str | None, order: str | None, tie: str |
     ):
         if value is not None and kind != owner:
             raise click.UsageError(f"{option} applies to --kind {owner}, not to {kind}")
+    from crowdlearn.cli._span_inputs import given
+
+    if kind != "spans" and given():
+        raise click.UsageError(f"{given()[0]} applies to --kind spans, not to {kind}")

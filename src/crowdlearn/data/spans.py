@@ -20,10 +20,22 @@ and counted in one :class:`~crowdlearn.data.CrowdDataWarning` per call, never si
 The truth, where known, is a table of true spans (:attr:`Spans.truth`, a DataFrame
 with columns ``task`` (code), ``start``, ``end``, ``label`` (code)); it covers every
 task (a task without a truth row holds no span). ``None`` when unknown.
+
+Text input: a task given as a raw text (:meth:`Spans.from_frame` with ``texts=``) is
+cut into tokens by :func:`tokenize` (a fixed regular expression, :data:`TOKEN_PATTERN`:
+numbers such as ``3.5`` or ``1,000``, words (letters, digits, ``_``, inner apostrophes),
+and every other non-space character alone), and each token keeps its character
+offsets (:attr:`Spans.offsets`: per task an ``(n_tokens, 2)`` int array of
+``[start, end)``; :attr:`Spans.texts` the texts). Spans given in characters become
+token spans: a span that cuts a token inside is extended to the whole token and
+counted in one :class:`~crowdlearn.data.CrowdDataWarning`. :meth:`Spans.char_spans`
+turns token spans (e.g. aggregated ones) back into character offsets. Token input has
+``offsets`` and ``texts`` ``None``.
 """
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -32,16 +44,78 @@ import numpy as np
 import pandas as pd
 
 from crowdlearn.data._ids import as_id_array, factorize
-from crowdlearn.data._kinds import TaskKindData, check_codes, frame_column, keep_rows
+from crowdlearn.data._kinds import (
+    TaskKindData,
+    check_codes,
+    frame_column,
+    keep_rows,
+    readonly,
+)
 from crowdlearn.data.errors import CrowdDataError, CrowdDataWarning, show
 
-__all__ = ["SCHEMES", "Spans", "spans_to_bio", "tags_to_spans"]
+__all__ = [
+    "SCHEMES",
+    "TOKEN_PATTERN",
+    "Spans",
+    "char_to_token_spans",
+    "spans_to_bio",
+    "tags_to_spans",
+    "tokenize",
+]
 
 #: The tag schemes :func:`tags_to_spans` reads.
 SCHEMES = ("bio", "iob1", "bioes", "io")
 
 #: A span: (start, end, label), token indices, end exclusive.
 Span = tuple[int, int, str]
+
+#: The tokenizer of text input: a number (digits with inner ``.``, ``,``, ``:`` or
+#: ``/`` between digits: ``3.5``, ``1,000``, ``12:30``), a word (letters, digits and
+#: ``_``, with inner apostrophes: ``don't``), or any other non-space character alone
+#: (punctuation: ``U.S.`` is ``U`` ``.`` ``S`` ``.``, ``New-York`` is three tokens).
+TOKEN_PATTERN = re.compile(r"\d+(?:[.,:/]\d+)+|\w+(?:['\u2019]\w+)*|[^\w\s]")
+
+
+def tokenize(text: str) -> tuple[list[str], np.ndarray]:
+    """Cut ``text`` into tokens by :data:`TOKEN_PATTERN` (deterministic, no model).
+
+    Returns the tokens and their character offsets, an ``(n_tokens, 2)`` int64 array of
+    ``[start, end)``.
+
+    >>> tokens, offsets = tokenize("Ada Lovelace, 1815.")
+    >>> tokens
+    ['Ada', 'Lovelace', ',', '1815', '.']
+    >>> offsets.tolist()
+    [[0, 3], [4, 12], [12, 13], [14, 18], [18, 19]]
+    """
+    if not isinstance(text, str):
+        raise CrowdDataError(f"a text must be a string, got {type(text).__name__}")
+    found = list(TOKEN_PATTERN.finditer(text))
+    offsets = np.array([m.span() for m in found], dtype=np.int64).reshape(-1, 2)
+    return [m.group() for m in found], offsets
+
+
+def char_to_token_spans(
+    offsets: np.ndarray, start: Any, end: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Token spans covering character spans ``[start, end)`` of one text.
+
+    A token belongs to the span when it shares a character with it; a span that cuts
+    a token inside is thus extended to the whole token. Returns the token ``start``,
+    ``end`` (exclusive) and whether each span cut a token (``start == end`` where the
+    span covers no token: only spaces). The caller checks the bounds first.
+    """
+    start = np.asarray(start, dtype=np.int64)
+    end = np.asarray(end, dtype=np.int64)
+    offsets = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+    first = np.searchsorted(offsets[:, 1], start, side="right")  # first token ending after
+    stop = np.searchsorted(offsets[:, 0], end, side="left")  # tokens starting before end
+    covers = first < stop
+    cut = np.zeros(start.shape, dtype=bool)
+    if covers.any():
+        f, s_ = first[covers], stop[covers]
+        cut[covers] = (start[covers] > offsets[f, 0]) | (end[covers] < offsets[s_ - 1, 1])
+    return first, np.maximum(stop, first), cut
 
 
 def _split_tag(tag: Any, scheme: str, where: str) -> tuple[str, str | None]:
@@ -202,6 +276,11 @@ class Spans(TaskKindData):
     task_ids, worker_ids, labels : array-like, optional
     truth : DataFrame, optional
         True spans: columns ``task``, ``start``, ``end``, ``label`` (codes).
+    texts : sequence of str, optional
+        Text input: each task's text, in task-code order (with ``offsets``).
+    offsets : sequence of arrays, optional
+        Text input: each task's ``(n_tokens, 2)`` character offsets of its tokens
+        (:func:`tokenize`); :meth:`char_spans` maps token spans back to characters.
 
     Examples
     --------
@@ -212,6 +291,17 @@ class Spans(TaskKindData):
     Spans(n_tasks=1, n_workers=2, n_labels=1, n_spans=2, n_annotations=2)
     >>> s.to_frame().values.tolist()
     [['d1', 'w1', 0, 2, 'PER'], ['d1', 'w2', 0, 1, 'PER']]
+
+    Text input, spans in characters (:meth:`from_frame` with ``texts``), and back:
+
+    >>> t = Spans.from_frame(
+    ...     pd.DataFrame({"task": ["d1"], "worker": ["w1"], "start": [0], "end": [12],
+    ...                   "label": ["PER"]}),
+    ...     texts={"d1": "Ada Lovelace wrote."})
+    >>> t.tokens[0], t.start.tolist(), t.end.tolist()
+    (('Ada', 'Lovelace', 'wrote', '.'), [0], [2])
+    >>> t.char_spans(0, 0, 2)
+    (0, 12)
     """
 
     kind = "spans"
@@ -232,6 +322,8 @@ class Spans(TaskKindData):
         worker_ids: Any = None,
         labels: Any = None,
         truth: pd.DataFrame | None = None,
+        texts: Sequence[str] | None = None,
+        offsets: Sequence[Any] | None = None,
     ) -> None:
         task_codes = np.asarray(task)
         task_ids = (
@@ -266,6 +358,9 @@ class Spans(TaskKindData):
             task_ids=task_ids, worker_ids=worker_ids, labels=labels, n_tokens=n_tokens,
         )  # fmt: skip
         object.__setattr__(self, "tokens", tuple(tuple(t) for t in token_lists))
+        texts, offsets = _check_text_input(texts, offsets, token_lists, task_ids)
+        object.__setattr__(self, "texts", texts)
+        object.__setattr__(self, "offsets", offsets)
         if truth is not None:
             truth = _truth_frame(truth, n_tokens, len(labels))
         object.__setattr__(self, "truth", truth)
@@ -346,7 +441,8 @@ class Spans(TaskKindData):
         cls,
         frame: pd.DataFrame,
         *,
-        tokens: Mapping[Any, Sequence[str]],
+        tokens: Mapping[Any, Sequence[str]] | None = None,
+        texts: Mapping[Any, str] | None = None,
         task: str = "task",
         worker: str = "worker",
         start: str = "start",
@@ -355,22 +451,39 @@ class Spans(TaskKindData):
         labels: Any = None,
         truth: pd.DataFrame | None = None,
     ) -> Spans:
-        """Build from a long table with one row per span (token indices, end exclusive).
+        """Build from a long table with one row per span.
+
+        With ``tokens`` (task id -> reference tokens), start and end are token indices
+        (end exclusive). With ``texts`` (task id -> text) instead, they are character
+        offsets into the text (end exclusive): each text is cut by :func:`tokenize`,
+        each span covers the tokens it shares a character with (a span cutting a token
+        inside is extended to whole tokens, counted in one
+        :class:`~crowdlearn.data.CrowdDataWarning`), and the data keep the texts and
+        offsets (:meth:`char_spans`). A span past the end of its text, one ending
+        before it starts and one covering only spaces are errors naming the row.
 
         A row whose start, end and label are all missing means "the worker saw the task
-        and marked nothing". The tasks are the keys of ``tokens`` (every task named in
-        the frame must have tokens). ``truth``, optional, is a frame with the same
-        column names (task id, start, end, label id) holding the true spans.
+        and marked nothing". The tasks are the keys of ``tokens`` / ``texts`` (every
+        task named in the frame must have one). ``truth``, optional, is a frame with the
+        same column names (task id, start, end, label id) holding the true spans, in
+        the same units.
         """
+        if (tokens is None) == (texts is None):
+            raise CrowdDataError("give either tokens (token indices) or texts (characters)")
         task_col = frame_column(frame, task, "task")
         worker_col = frame_column(frame, worker, "worker")
-        task_ids = as_id_array(list(tokens), "task")
+        task_ids = as_id_array(list(tokens if tokens is not None else texts), "task")
         order = {t: i for i, t in enumerate(task_ids.tolist())}
         unknown = [t for t in pd.unique(task_col) if t not in order]
         if unknown:
-            raise CrowdDataError(f"tasks {show(unknown)} have no reference tokens")
+            what = "reference tokens" if texts is None else "text"
+            raise CrowdDataError(f"tasks {show(unknown)} have no {what}")
         worker_codes, worker_ids = factorize(worker_col, "worker")
-        token_lists = _token_lists(tokens, task_ids)
+        if texts is not None:
+            text_list, token_lists, offsets = _tokenized(texts, task_ids)
+        else:
+            text_list, offsets = None, None
+            token_lists = _token_lists(tokens, task_ids)
         out: dict[str, list] = {k: [] for k in ("task", "worker", "start", "end", "label")}
         cols = [frame_column(frame, c, r) for c, r in ((start, "start"), (end, "end"))]
         label_col = frame_column(frame, label, "label")
@@ -400,7 +513,18 @@ class Spans(TaskKindData):
                     strict=True,
                 )
             ]
-        return cls._from_label_names(out, token_lists, task_ids, worker_ids, labels, truth_spans)
+        if offsets is not None:
+            cut = _to_tokens(out, offsets, text_list, "row")
+            if truth_spans:
+                columns = {k: [x[i] for x in truth_spans] for i, k in
+                           enumerate(("task", "start", "end", "label"))}  # fmt: skip
+                cut += _to_tokens(columns, offsets, text_list, "truth row")
+                truth_spans = list(zip(*columns.values(), strict=True))
+            _warn_cut(cut)
+        return cls._from_label_names(
+            out, token_lists, task_ids, worker_ids, labels, truth_spans,
+            texts=text_list, offsets=offsets,
+        )  # fmt: skip
 
     @classmethod
     def _from_label_names(
@@ -411,6 +535,9 @@ class Spans(TaskKindData):
         worker_ids: np.ndarray,
         labels: Any,
         truth_spans: list[tuple[int, int, int, Any]] | None,
+        *,
+        texts: Sequence[str] | None = None,
+        offsets: Sequence[np.ndarray] | None = None,
     ) -> Spans:
         """Code the label names (rows with label None: the worker marked nothing)."""
         named = [x for x in out["label"] if x is not None]
@@ -434,7 +561,7 @@ class Spans(TaskKindData):
             np.asarray(out["task"], dtype=np.int64), np.asarray(out["worker"], dtype=np.int64),
             np.asarray(out["start"], dtype=np.int64), np.asarray(out["end"], dtype=np.int64),
             np.asarray(codes, dtype=np.int64), tokens=token_lists, task_ids=task_ids,
-            worker_ids=worker_ids, labels=label_ids, truth=truth,
+            worker_ids=worker_ids, labels=label_ids, truth=truth, texts=texts, offsets=offsets,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ views
@@ -447,6 +574,57 @@ class Spans(TaskKindData):
     def n_spans(self) -> int:
         """How many spans (rows that are not "marked nothing")."""
         return int((self.label >= 0).sum())
+
+    def char_spans(self, task: Any, start: Any, end: Any) -> tuple[Any, Any]:
+        """Character offsets ``(char_start, char_end)`` of token spans of text input.
+
+        Parameters
+        ----------
+        task : int or array of int
+            Task code(s) (index into :attr:`task_ids`).
+        start, end : int or array of int
+            Token indices, end exclusive (an aggregator's output), ``start < end``.
+
+        Returns
+        -------
+        char_start, char_end
+            The first character of token ``start`` and the end (exclusive) of token
+            ``end - 1`` in the task's text: ints for scalar input, else arrays.
+
+        Raises
+        ------
+        CrowdDataError
+            When the data are token input (no texts) or a span is not inside its task.
+        """
+        if self.offsets is None:
+            raise CrowdDataError(
+                "these spans were read as tokens, not text: they have no character offsets"
+            )
+        scalar = np.ndim(task) == 0 and np.ndim(start) == 0 and np.ndim(end) == 0
+        task_a, start_a, end_a = np.broadcast_arrays(
+            np.asarray(task, dtype=np.int64), np.asarray(start, dtype=np.int64),
+            np.asarray(end, dtype=np.int64),
+        )  # fmt: skip
+        bad = (task_a < 0) | (task_a >= self.n_tasks)
+        if bad.any():
+            raise CrowdDataError(f"task codes {show(task_a[bad])} are not in [0, {self.n_tasks})")
+        n = self.n_tokens[task_a]
+        bad = (start_a < 0) | (end_a <= start_a) | (end_a > n)
+        if bad.any():
+            pairs = list(zip(start_a[bad].tolist(), end_a[bad].tolist(), strict=True))
+            raise CrowdDataError(
+                f"token spans {show(pairs)} "
+                "are not inside their task (0 <= start < end <= n_tokens)"
+            )
+        char_start = np.empty(task_a.shape, dtype=np.int64)
+        char_end = np.empty(task_a.shape, dtype=np.int64)
+        for index in np.ndindex(task_a.shape):
+            table = self.offsets[int(task_a[index])]
+            char_start[index] = table[start_a[index], 0]
+            char_end[index] = table[end_a[index] - 1, 1]
+        if scalar:
+            return int(char_start.reshape(-1)[0]), int(char_end.reshape(-1)[0])
+        return char_start, char_end
 
     def tag_names(self) -> list[str]:
         """The BIO tags coded by :meth:`bio_codes`: ``"O"``, then ``"B-X"``, ``"I-X"``
@@ -496,6 +674,15 @@ class Spans(TaskKindData):
         mine, theirs = self.truth, other.truth  # type: ignore[attr-defined]
         if (mine is None) != (theirs is None):
             return False
+        if self.texts != other.texts:  # type: ignore[attr-defined]
+            return False
+        if (self.offsets is None) != (other.offsets is None):  # type: ignore[attr-defined]
+            return False
+        if self.offsets is not None and not all(
+            np.array_equal(a, b)
+            for a, b in zip(self.offsets, other.offsets, strict=True)  # type: ignore[attr-defined]
+        ):
+            return False
         return self.tokens == other.tokens and (  # type: ignore[attr-defined]
             mine is None or mine.equals(theirs)
         )
@@ -509,6 +696,98 @@ class Spans(TaskKindData):
             f"n_labels={self.n_labels}, n_spans={self.n_spans}, "
             f"n_annotations={self.n_annotations}{extras})"
         )
+
+
+def _tokenized(
+    texts: Mapping[Any, str], task_ids: np.ndarray
+) -> tuple[list[str], list[list[str]], list[np.ndarray]]:
+    """Each task's text, tokens and offsets, in task-code order."""
+    text_list, token_lists, offsets = [], [], []
+    for task in task_ids.tolist():
+        text = texts[task]
+        if not isinstance(text, str):
+            raise CrowdDataError(f"task {task!r}: the text must be a string, got {text!r}")
+        tokens, table = tokenize(text)
+        if not tokens:
+            raise CrowdDataError(f"task {task!r}: the document is empty (no tokens in its text)")
+        text_list.append(text)
+        token_lists.append(tokens)
+        offsets.append(table)
+    return text_list, token_lists, offsets
+
+
+def _to_tokens(
+    out: dict[str, list], offsets: list[np.ndarray], texts: list[str], what: str
+) -> int:
+    """Turn the character spans of ``out`` (task codes) into token spans, in place;
+    returns how many cut a token inside. Errors name the first bad row."""
+    cut = 0
+    for row, (t, s, e, lab) in enumerate(
+        zip(out["task"], out["start"], out["end"], out["label"], strict=True)
+    ):
+        if lab is None:
+            continue
+        size = len(texts[t])
+        if s < 0 or e > size:
+            raise CrowdDataError(
+                f"{what} {row}: the span [{s}, {e}) reaches past the end of its text "
+                f"({size} characters)"
+            )
+        if e <= s:
+            raise CrowdDataError(
+                f"{what} {row}: the span ends ({e}) before or where it starts ({s})"
+            )
+        first, stop, cuts = char_to_token_spans(offsets[t], [s], [e])
+        if stop[0] <= first[0]:
+            raise CrowdDataError(
+                f"{what} {row}: the span [{s}, {e}) = {texts[t][s:e]!r} covers no token"
+            )
+        out["start"][row], out["end"][row] = int(first[0]), int(stop[0])
+        cut += bool(cuts[0])
+    return cut
+
+
+def _warn_cut(cut: int) -> None:
+    if cut:
+        warnings.warn(
+            f"{cut} character span(s) cut a token inside and were extended to whole tokens",
+            CrowdDataWarning,
+            stacklevel=3,
+        )
+
+
+def _check_text_input(
+    texts: Sequence[str] | None,
+    offsets: Sequence[Any] | None,
+    token_lists: list[list[str]],
+    task_ids: np.ndarray,
+) -> tuple[tuple[str, ...] | None, tuple[np.ndarray, ...] | None]:
+    """Texts and offsets of text input checked against the tokens (both or neither)."""
+    if texts is None and offsets is None:
+        return None, None
+    if texts is None or offsets is None:
+        raise CrowdDataError("text input needs both texts and offsets")
+    texts, offsets = list(texts), list(offsets)
+    if not (len(texts) == len(offsets) == len(token_lists)):
+        raise CrowdDataError(
+            f"texts, offsets and tokens differ in length: {len(texts)}, {len(offsets)}, "
+            f"{len(token_lists)}"
+        )
+    checked = []
+    for task, text, table, tokens in zip(
+        task_ids.tolist(), texts, offsets, token_lists, strict=True
+    ):
+        table = np.asarray(table, dtype=np.int64)
+        if table.shape != (len(tokens), 2):
+            raise CrowdDataError(
+                f"task {task!r}: offsets must have shape ({len(tokens)}, 2), got {table.shape}"
+            )
+        if not isinstance(text, str) or any(
+            text[a:b] != tok for (a, b), tok in zip(table.tolist(), tokens, strict=True)
+        ):
+            raise CrowdDataError(f"task {task!r}: the offsets do not give the tokens in the text")
+        checked.append(readonly(table))
+    return tuple(texts), tuple(checked)
 
 
 def _is_int(value: Any) -> bool:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from crowdlearn.io.longform import read_csv, read_parquet, write_csv, write_parquet
     from crowdlearn.io.matrix import read_matrix, to_matrix, write_matrix
     from crowdlearn.io.peerannot import read_answers_json, read_peerannot, write_peerannot
+    from crowdlearn.io.spans import read_spans
 
 __getattr__, __dir__ = attach(
     __name__,
@@ -50,6 +51,7 @@ __getattr__, __dir__ = attach(
         "read_answers_json": ".peerannot",
         "read_peerannot": ".peerannot",
         "write_peerannot": ".peerannot",
+        "read_spans": ".spans",
     },
 )
 
@@ -68,6 +70,7 @@ __all__ = [
     "read_matrix",
     "read_parquet",
     "read_peerannot",
+    "read_spans",
     "read_table",
     "to_matrix",
     "write",

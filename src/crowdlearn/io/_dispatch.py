@@ -157,11 +157,17 @@ def read(
         One of :data:`FORMATS`; default told by :func:`detect_format`.
     **kwargs
         Passed to the reader (:func:`read_csv`, :func:`read_parquet`,
-        :func:`read_answers_json`, :func:`read_matrix`).
+        :func:`read_answers_json`, :func:`read_matrix`). ``kind="spans"`` reads
+        spans with :func:`crowdlearn.io.spans.read_spans` (options ``texts``,
+        ``tokens``, ``scheme``, ``duplicates``); the other kinds are read by
+        :func:`crowdlearn.io.read_kind`. Without ``kind``, an input that looks like
+        spans (:func:`crowdlearn.io.spans.looks_like_spans`: a NER-MTurk folder, a
+        ``.conll`` file, a Label Studio export of ``labels``, a Prodigy ``ner`` JSONL)
+        is read as spans.
 
     Returns
     -------
-    CrowdData
+    CrowdData (or the kind's data type: :class:`~crowdlearn.data.Spans` for spans)
 
     Examples
     --------
@@ -176,6 +182,16 @@ def read(
     """
     from crowdlearn.io._source import reading_session
 
+    kind = kwargs.pop("kind", None)
+    if kind == "spans" and not isinstance(source, pd.DataFrame):
+        from crowdlearn.io.spans import read_spans
+
+        return read_spans(source, **kwargs)
+    if kind not in (None, "class"):
+        raise CrowdDataError(
+            f"read() reads classes and spans (kind='spans'); read {kind!r} answers with "
+            f"crowdlearn.io.read_kind(source, {kind!r})"
+        )
     if isinstance(source, pd.DataFrame):
         return CrowdData.from_frame(source, **_with_default_columns(kwargs))
     as_path(source)  # a TypeError naming what a path is, before anything else
@@ -186,6 +202,10 @@ def read(
 def _read(source: str | os.PathLike[str], format: str | None, kwargs: dict[str, Any]) -> Any:
     if format is None:
         from crowdlearn.io.platforms import batch_frame, platform_data, with_batch_rows
+        from crowdlearn.io.spans import looks_like_spans, read_spans
+
+        if looks_like_spans(source):
+            return read_spans(source, **kwargs)
 
         data = platform_data(source, "class", duplicates=kwargs.get("duplicates", "error"))
         if data is not None:

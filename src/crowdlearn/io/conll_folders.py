@@ -8,22 +8,24 @@ The layout, as Rodrigues et al.'s NER-MTurk data ship it::
 Each file holds one ``TOKEN TAG`` a line (the tag is the last field; a line holding only
 an indented tag is an empty token), a blank line between sentences. The gold file's
 tokens are each document's reference tokens and its tags the truth. A worker's file
-whose tokens differ from the gold file's is aligned to them (:func:`align_tags`:
+whose tokens differ from the gold file's is aligned to them
+(:func:`crowdlearn.io._align.align_tags`, shared by every span reader:
 :class:`difflib.SequenceMatcher` over the token strings, then over the characters where
 a token was split or joined); reference tokens left unaligned get ``O`` for that
-worker. One :class:`~crowdlearn.data.CrowdDataWarning` says how many files differed and
-how many reference tokens were left unaligned.
+worker; a worker file sharing nothing with the gold file (another text) is an error.
+One :class:`~crowdlearn.data.CrowdDataWarning` says how many files differed and how
+many reference tokens were left unaligned.
 """
 
 from __future__ import annotations
 
-import difflib
 import warnings
 from os import PathLike
 from pathlib import Path
 
 from crowdlearn.data.errors import CrowdDataError, CrowdDataWarning
 from crowdlearn.data.spans import Spans
+from crowdlearn.io._align import align_or_refuse, align_tags
 
 __all__ = ["align_tags", "read_conll_file", "read_conll_folders"]
 
@@ -56,61 +58,6 @@ def read_conll_file(path: Path) -> tuple[list[str], list[str], list[int]]:
         tokens.append(fields[0])
         tags.append(fields[-1])
     return tokens, tags, breaks
-
-
-def align_tags(tokens: list[str], tags: list[str], reference: list[str]) -> tuple[list[str], int]:
-    """A worker's ``tags`` over its ``tokens`` carried onto the ``reference`` tokens.
-
-    Token strings are aligned with :class:`difflib.SequenceMatcher`. In equal blocks and
-    in replaced blocks of the same length on both sides, each reference token takes the
-    tag of the worker token it faces. In replaced blocks of different lengths (a token
-    split or joined: ``German`` ``y`` for ``Germany``), the characters are aligned and
-    each reference token takes the tag of the worker token holding its first character
-    (``I-X`` rather than ``B-X`` where that worker token also began the reference token
-    before).
-
-    Returns the tags of the reference tokens (``"O"`` where a reference token faces no
-    worker token) and how many reference tokens were left unaligned.
-    """
-    if tokens == reference:
-        return list(tags), 0
-    out = ["O"] * len(reference)
-    aligned = [False] * len(reference)
-    matcher = difflib.SequenceMatcher(None, tokens, reference, autojunk=False)
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op == "equal" or (op == "replace" and i2 - i1 == j2 - j1):
-            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
-                out[j] = tags[i]
-                aligned[j] = True
-        elif op == "replace":
-            previous = -1
-            for j, i in sorted(_by_characters(tokens[i1:i2], reference[j1:j2]).items()):
-                tag = tags[i1 + i]
-                if i == previous and tag.startswith("B-"):
-                    tag = "I-" + tag[2:]  # a worker token split over reference tokens
-                out[j1 + j] = tag
-                aligned[j1 + j] = True
-                previous = i
-    return out, aligned.count(False)
-
-
-def _by_characters(tokens: list[str], reference: list[str]) -> dict[int, int]:
-    """Reference token index -> index of the worker token holding its first character,
-    for the reference tokens whose first character aligns with one."""
-    owner = [i for i, token in enumerate(tokens) for _ in token]
-    first_chars: dict[int, int] = {}
-    position = 0
-    for j, token in enumerate(reference):
-        if token:
-            first_chars[position] = j
-        position += len(token)
-    matcher = difflib.SequenceMatcher(None, "".join(tokens), "".join(reference), autojunk=False)
-    found: dict[int, int] = {}
-    for a, b, size in matcher.get_matching_blocks():
-        for k in range(size):
-            if b + k in first_chars:
-                found[first_chars[b + k]] = owner[a + k]
-    return found
 
 
 def read_conll_folders(root: str | PathLike[str]) -> Spans:
@@ -149,7 +96,9 @@ def read_conll_folders(root: str | PathLike[str]) -> Spans:
             if path.stem not in reference:
                 raise CrowdDataError(f"{path}: document {path.stem!r} has no gold file")
             tokens, tags, _ = read_conll_file(path)
-            aligned, missed = align_tags(tokens, tags, reference[path.stem])
+            if not tokens:
+                raise CrowdDataError(f"{path}: the document is empty (no tokens)")
+            aligned, missed = align_or_refuse(tokens, tags, reference[path.stem], str(path))
             differ += tokens != reference[path.stem]
             unaligned += missed
             task.append(path.stem)

@@ -29,7 +29,7 @@ from crowdlearn.io._files import is_batch_source, logical_suffix, sniff_delimite
 from crowdlearn.io.platforms import batch_frame, platform_data, with_batch_rows
 
 #: The kinds of answer, by their ``--kind`` name.
-KINDS = ("class", "multilabel", "rating", "comparison", "text", "box", "mask")
+KINDS = ("class", "multilabel", "rating", "comparison", "text", "box", "mask", "spans")
 
 
 def detect_kind(header: Sequence[str], columns: Mapping[str, Any] | None = None) -> str:
@@ -59,7 +59,10 @@ def source_kind(source: str | os.PathLike[str], columns: Mapping[str, Any] | Non
     """
     from crowdlearn.io._source import reading_session
     from crowdlearn.io.platforms import _cached_export, recognise
+    from crowdlearn.io.spans import looks_like_spans
 
+    if looks_like_spans(source):
+        return "spans"
     with reading_session():
         if recognise(source) is not None:
             return _cached_export(source).kind
@@ -113,6 +116,9 @@ def read_kind(
     order: Sequence[Any] | None = None,
     tie: Any = None,
     duplicates: str = "error",
+    texts: Any = None,
+    tokens: Any = None,
+    scheme: str | None = None,
 ) -> Any:
     """Read one answer kind from a long table.
 
@@ -134,19 +140,39 @@ def read_kind(
     tie : optional
         Comparisons: the label value that declares a tie.
     duplicates : {"error", "keep", "first", "last"}
-        Repeated (task, worker) pairs (classes, label sets, ratings).
+        Repeated (task, worker) pairs (classes, label sets, ratings, spans).
+    texts, tokens, scheme : optional
+        Spans (``kind="spans"``, or an input that looks like spans): passed to
+        :func:`crowdlearn.io.spans.read_spans`.
 
     Returns
     -------
     CrowdData, LabelSets, Ratings, Comparisons or Texts (free text: the label column
     holds each answer's text; truth, when named, the true text), or Masks (``kind="mask"``:
     ``source`` is a folder laid out as ``FOLDER/TASK/WORKER.npy|png``, see
-    :mod:`crowdlearn.data.masks`; only the file names are read here)
+    :mod:`crowdlearn.data.masks`; only the file names are read here), or Spans
+    (``kind="spans"``: the layouts of :mod:`crowdlearn.io.spans`)
     """
     from crowdlearn.io._source import reading_session
 
+    if kind == "spans" or (
+        kind is None and not isinstance(source, pd.DataFrame) and _spans_like(source)
+    ):
+        from crowdlearn.io.spans import read_spans
+
+        if isinstance(source, pd.DataFrame):
+            raise CrowdDataError(
+                "spans are read from files (Spans.from_frame builds them from a table)"
+            )
+        return read_spans(source, texts=texts, tokens=tokens, scheme=scheme, duplicates=duplicates)
     with reading_session():  # the input is described, and opened, once
         return _read_kind(source, kind, columns, truth_column, sep, order, tie, duplicates)
+
+
+def _spans_like(source: Any) -> bool:
+    from crowdlearn.io.spans import looks_like_spans
+
+    return looks_like_spans(source)
 
 
 def _read_kind(
