@@ -77,6 +77,8 @@ class CodeStore:
     n_annotations, n_tasks, n_workers, n_classes : int
     worker_dtype : numpy dtype
         Of ``worker.codes`` (int16 or int32).
+    worker_ids, classes : ndarray
+        The ids in code order (sorted).
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -103,21 +105,14 @@ class CodeStore:
             file = self.path / name
             if not file.is_file() or file.stat().st_size != size:
                 raise CrowdDataError(f"{file}: missing or not {size} bytes (a damaged store)")
+        #: Worker and class ids in code order (read once: they are few).
+        self.worker_ids = _read_ids(self.path / "worker_ids.parquet")
+        self.classes = _read_ids(self.path / "classes.parquet")
 
     @property
     def is_anonymous(self) -> bool:
         """Always False: a store has worker ids."""
         return False
-
-    @property
-    def worker_ids(self) -> np.ndarray:
-        """Worker ids in code order."""
-        return _read_ids(self.path / "worker_ids.parquet")
-
-    @property
-    def classes(self) -> np.ndarray:
-        """Class ids in code order."""
-        return _read_ids(self.path / "classes.parquet")
 
     @property
     def task_ids(self) -> np.ndarray:
