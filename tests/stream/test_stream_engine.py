@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -95,7 +97,7 @@ def test_options_as_in_memory(params, tmp_path):
     folder = tmp_path / "crowd"
     folder.mkdir()
     cuts = [0, 1001, 4000, len(frame)]  # row cuts: tasks split between files
-    for index, (begin, end) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
+    for index, (begin, end) in enumerate(itertools.pairwise(cuts)):
         pq.write_table(
             pa.Table.from_pandas(frame.iloc[begin:end], preserve_index=False),
             folder / f"part-{index}.parquet",
