@@ -169,7 +169,8 @@ def target_verdicts(raw: pd.DataFrame) -> pd.DataFrame:
         verdicts.append(
             (
                 "equal to the in-memory engine on 100M",
-                f"max |diff| {one['max_abs_difference']:.2g}, labels equal {one['labels_equal']}",
+                f"max abs diff {one['max_abs_difference']:.2g}, "
+                f"labels equal {one['labels_equal']}",
                 "met" if equal else "not met",
             )
         )

@@ -116,17 +116,11 @@ class DawidSkene(MemoryDawidSkene):
     def _fit_store(self, store: CodeStore) -> None:
         self.crowd_ = store
         self._fit(store)  # the shared EM loop: _initialize, then _m_step / _e_step
-        self.labels_ = np.concatenate(
-            [
-                break_ties_rows(
-                    self.probas_[start:stop],
-                    np.arange(start, stop),
-                    self.tie_break,
-                    self.random_state,
-                )
-                for start, stop in self._ranges
-            ]
-        )
+        self.labels_ = np.empty(store.n_tasks, dtype=np.int64)
+        for start, stop in self._ranges:  # block by block: no temporary of the table's size
+            self.labels_[start:stop] = break_ties_rows(
+                self.probas_[start:stop], np.arange(start, stop), self.tie_break, self.random_state
+            )
         self.classes_ = store.classes
         self.worker_ids_ = store.worker_ids
         self.task_ids_ = store.task_ids

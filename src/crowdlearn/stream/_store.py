@@ -180,8 +180,19 @@ def _read(file: Path, dtype: Any, start: int, count: int) -> np.ndarray:
 
 
 def _read_ids(file: Path) -> np.ndarray:
-    column = pq.read_table(file).column(0)
-    return _as_numpy(column.combine_chunks() if column.num_chunks else column)
+    """The ids of a one-column Parquet file; integer ids are read batch by batch into
+    one int64 array (no second copy of a hundred million task ids)."""
+    parquet = pq.ParquetFile(file)
+    if not pa.types.is_integer(parquet.schema_arrow.field(0).type):
+        column = parquet.read().column(0)
+        return _as_numpy(column.combine_chunks() if column.num_chunks else column)
+    ids = np.empty(parquet.metadata.num_rows, dtype=np.int64)
+    position = 0
+    for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
+        values = batch.column(0).to_numpy(zero_copy_only=False)
+        ids[position : position + len(values)] = values
+        position += len(values)
+    return ids
 
 
 def _as_numpy(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
