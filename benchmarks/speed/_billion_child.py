@@ -9,12 +9,16 @@
   ``write_parquet`` into ``posteriors``; the posteriors and labels are saved to
   ``result`` (.npz) when given, for the equality check;
 * ``"memory"``: :func:`~crowdlearn.io.read_parquet` and the in-memory
-  ``DawidSkene(chunk_size=...)``; compares with ``result``.
+  ``DawidSkene(chunk_size=...)``; compares with ``result``;
+* ``"dask"``: the Dask engine's ``DawidSkene`` from the Parquet files on a LocalCluster
+  of ``workers`` single-thread processes with ``worker_memory`` each (the other way to
+  fit out of one process's memory); compares its labels with ``result``.
 
 Each stage also times a fixed reference (a numpy sum over 10M float64, best of 5) in
 the same process, so that its times can be read as ratios on a shared machine. It
 prints one JSON object; peaks are the process's VmHWM (the whole process: every stage
-is one process, no workers).
+is one process, no workers), except for the Dask stage, whose peak is the sum of its
+processes' (client and workers).
 """
 
 from __future__ import annotations
@@ -132,13 +136,43 @@ def memory(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def dask(job: dict[str, Any]) -> dict[str, Any]:
+    from benchmarks.speed._scale_child import _worker_peak
+    from crowdlearn.distributed import DawidSkene
+    from distributed import Client, LocalCluster
+
+    start = time.perf_counter()
+    with (
+        LocalCluster(
+            n_workers=job["workers"],
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=job["worker_memory"],
+            dashboard_address=None,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        model = DawidSkene(chunk_size=job["chunk_size"], progress=False)
+        model.fit(job["parquet"], client=client)
+        labels = model.predict()
+        seconds = time.perf_counter() - start
+        peaks = client.run(_worker_peak)
+    stream_labels = np.load(job["result"] + ".labels.npy", mmap_mode="r")
+    return {
+        "dask_seconds": seconds,
+        "dask_n_iter": int(model.n_iter_),
+        "dask_peak_bytes": sum(peaks.values()) + status_kib("VmHWM") * 1024,
+        "dask_labels_equal": bool(np.array_equal(labels, stream_labels)),
+    }
+
+
 def _per_iteration(history: Any) -> float:
     """Median seconds of one EM iteration after the first (which carries the setup)."""
     seconds = np.diff(np.concatenate([[0.0], history["seconds"].to_numpy()]))
     return float(np.median(seconds[1:] if len(seconds) > 1 else seconds))
 
 
-STAGES = {"generate": generate, "stream": stream, "memory": memory}
+STAGES = {"generate": generate, "stream": stream, "memory": memory, "dask": dask}
 
 
 def main(argv: list[str] | None = None) -> int:

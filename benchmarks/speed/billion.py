@@ -9,7 +9,10 @@ code store (:func:`crowdlearn.stream.convert_parquet`), fits
 :class:`crowdlearn.stream.DawidSkene` (``chunk_size`` 4,000,000) and writes the
 posteriors to Parquet. Up to 100M annotations, a second child fits the in-memory
 engine (``read_parquet`` + ``DawidSkene(chunk_size=4,000,000)``) on the same files
-and compares: largest absolute difference of the posteriors, labels equal.
+and compares: largest absolute difference of the posteriors, labels equal; and the
+Dask engine (the other out-of-core design: a LocalCluster of 2 single-thread workers
+with 4 GB each, reading the Parquet files) is timed on them from 10M on, from cluster start to the
+collected labels, with the peak of its whole process tree.
 
 Each child is one process (no workers): its peak is its VmHWM. Disk: the Parquet
 crowd, the code store and the posteriors, measured from the files. Every child also
@@ -24,6 +27,7 @@ after each size. Only measured sizes appear in the table.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -52,6 +56,9 @@ EQUALITY_MAX = 100_000_000
 TARGET_SIZE = 1_000_000_000
 TARGET_SECONDS = 15 * 60
 TARGET_PEAK_BYTES = 8 * 10**9
+#: The Dask engine's cluster for the comparison (sizes from DASK_MIN to EQUALITY_MAX:
+#: at --quick's 1M it would time the cluster's start-up).
+DASK_WORKERS, DASK_WORKER_MEMORY, DASK_MIN = 2, "4GB", 10_000_000
 #: Seconds allowed to one child.
 TIMEOUT_S = 3 * 3600.0
 
@@ -118,6 +125,16 @@ def measure_size(size: int, scratch: Path, seed: int = 0) -> dict[str, Any]:
             }
         )
         row.update(_prefixed("memory", compared))
+        if size >= DASK_MIN and importlib.util.find_spec("distributed") is not None:
+            job = {
+                "stage": "dask",
+                "parquet": paths["parquet"],
+                "chunk_size": CHUNK_SIZE,
+                "result": paths["result"],
+                "workers": DASK_WORKERS,
+                "worker_memory": DASK_WORKER_MEMORY,
+            }
+            row.update(_prefixed("dask", _child(job)))
     return row
 
 
@@ -203,6 +220,9 @@ def _table(raw: pd.DataFrame) -> pd.DataFrame:
             "labels equal": column("labels_equal"),
             "in-memory fit s": column("memory_fit_seconds"),
             "in-memory peak GB": column("memory_peak_bytes", 1e9),
+            "dask s": column("dask_seconds"),
+            "dask peak GB": column("dask_peak_bytes", 1e9),
+            "dask labels equal": column("dask_labels_equal"),
         }
     )
     return table.astype(object).where(table.notna(), "-")
@@ -236,11 +256,15 @@ def billion(out: Path, quick: bool, seeds: int) -> BenchResult:
         "in-memory columns (sizes up to 100M): read_parquet + DawidSkene(chunk_size="
         f"{CHUNK_SIZE:,}) on the same files; max abs diff of the posteriors and label "
         "equality against the stream engine",
+        f"dask columns (sizes from 10M to 100M): crowdlearn.distributed.DawidSkene(chunk_size="
+        f"{CHUNK_SIZE:,}) on a LocalCluster of {DASK_WORKERS} single-thread workers with "
+        f"{DASK_WORKER_MEMORY} each, from cluster start to the labels collected (to compare "
+        "with total s, which includes the conversion); peak: client + workers' VmHWM",
         "total / reference: total s over a numpy sum of 10M float64 timed in the same "
         "process (the machine is shared with other jobs: read times against it)",
     ]
     for _, row in raw.iterrows():
-        for stage in ("generate", "stream", "memory"):
+        for stage in ("generate", "stream", "memory", "dask"):
             status = row.get(f"{stage}_status")
             if isinstance(status, str) and status != "ok":
                 notes.append(f"{row['annotations']:,}, {stage}: {row.get(f'{stage}_error')}")
