@@ -286,19 +286,25 @@ class _Dictionary:
 
     def __init__(self, what: str) -> None:
         self.what = what
-        self.codes: dict[Any, int] = {}
+        #: The distinct ids seen so far; an id's provisional code is its position.
+        self.known: pa.Array | None = None
         self.type: pa.DataType | None = None
 
+    def __len__(self) -> int:
+        return 0 if self.known is None else len(self.known)
+
     def encode(self, file: Path, values: pa.Array) -> np.ndarray:
-        """The provisional code of each value (int32)."""
+        """The provisional code of each value (int32): one hash lookup of the batch in
+        the ids seen so far, and a second one after adding the ids new to this batch."""
         self._check_type(file, values.type)
-        encoded = pc.dictionary_encode(values)
-        lookup = np.fromiter(
-            (self.codes.setdefault(v, len(self.codes)) for v in encoded.dictionary.to_pylist()),
-            dtype=np.int32,
-            count=len(encoded.dictionary),
-        )
-        return lookup[encoded.indices.to_numpy(zero_copy_only=False)]
+        if self.known is None:
+            self.known = pc.unique(values)
+        codes = pc.index_in(values, value_set=self.known)
+        if codes.null_count:
+            new = pc.unique(values.filter(codes.is_null()))
+            self.known = pa.concat_arrays([self.known, new])
+            codes = pc.index_in(values, value_set=self.known)
+        return codes.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
 
     def _check_type(self, file: Path, value_type: pa.DataType) -> None:
         if self.type is None:
@@ -310,7 +316,7 @@ class _Dictionary:
 
     def sorted_ids(self) -> tuple[pa.Array, np.ndarray]:
         """The ids in sorted order, and the final code of each provisional code."""
-        ids = pa.array(list(self.codes), type=self.type)
+        ids = self.known
         order = np.argsort(_as_numpy(ids), kind="stable")
         final = np.empty(len(order), dtype=np.int64)
         final[order] = np.arange(len(order))
@@ -345,7 +351,7 @@ class _Converter:
         self._add_tasks(file, task)
         self.worker_file.write(self.workers.encode(file, worker).tobytes())
         labels = self.classes.encode(file, label)
-        if len(self.classes.codes) > _MAX_CLASSES:
+        if len(self.classes) > _MAX_CLASSES:
             raise CrowdDataError(
                 f"{file}: more than {_MAX_CLASSES} classes; the stream engine stores class "
                 "codes as int8"
