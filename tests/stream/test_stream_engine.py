@@ -150,3 +150,21 @@ def test_convert_refuses_more_than_127_classes(tmp_path):
     with pytest.raises(CrowdDataError, match="more than 127 classes"):
         convert_parquet(tmp_path / "wide.parquet", tmp_path / "store", progress=False)
     assert not (tmp_path / "store").exists()
+
+
+def test_conversion_refused_when_the_disk_cannot_hold_the_store(crowd_200k, tmp_path, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    from crowdlearn.data import CrowdDataError
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda _: usage(10**6, 0, 10**6))
+    with pytest.raises(CrowdDataError, match=r"needs at least 0\.0 GB of disk and 0\.0 GB"):
+        convert_parquet(crowd_200k, tmp_path / "deep" / "store", progress=False)
+    assert not (tmp_path / "deep").exists()
+
+
+def test_no_partial_fit(crowd_200k):
+    with pytest.raises(NotImplementedError, match="no partial_fit"):
+        DawidSkene().partial_fit(crowd_200k)

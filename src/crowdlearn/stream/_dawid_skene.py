@@ -125,6 +125,14 @@ class DawidSkene(MemoryDawidSkene):
         self.worker_ids_ = store.worker_ids
         self.task_ids_ = store.task_ids
 
+    def partial_fit(self, *args: Any, **kwargs: Any) -> DawidSkene:
+        """Not available out of core: refit on the grown crowd (the in-memory
+        :class:`crowdlearn.aggregation.DawidSkene` updates incrementally)."""
+        raise NotImplementedError(
+            "the stream engine has no partial_fit; refit on all annotations, or use "
+            "crowdlearn.aggregation.DawidSkene for incremental updates"
+        )
+
     # ------------------------------------------------------------------ EM steps
 
     def _initialize(self, store: CodeStore, **_: Any) -> None:  # type: ignore[override]

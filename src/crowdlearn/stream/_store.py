@@ -254,6 +254,7 @@ def convert_parquet(
     total = sum(footer.num_rows for footer in footers)
     if total == 0:
         raise CrowdDataError(f"{source}: there are no annotation rows")
+    _check_free_space(Path(store), total)
     with atomic_directory(store) as tmp:
         writer = _Converter(tmp)
         bar = progress_bar(progress=progress, desc="convert", total=total, unit="rows")
@@ -267,6 +268,27 @@ def convert_parquet(
             writer.close()
         writer.finish()
     return CodeStore(store)
+
+
+#: Bytes a store needs per annotation while it is written: provisional int32 worker
+#: codes, final int16 ones and int8 class codes (the pointer and ids come on top).
+_BYTES_PER_ROW = 7
+
+
+def _check_free_space(store: Path, rows: int) -> None:
+    """Refuse a conversion that cannot fit on the store's disk (before any write)."""
+    import shutil
+
+    folder = store.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    free = shutil.disk_usage(folder).free
+    if free < _BYTES_PER_ROW * rows:
+        raise CrowdDataError(
+            f"{store}: converting {rows:,} annotations needs at least "
+            f"{_BYTES_PER_ROW * rows / 1e9:.1f} GB of disk and {free / 1e9:.1f} GB are free "
+            "there; choose another folder (TMPDIR, or the store argument)"
+        )
 
 
 def _batches(file: Path, columns: tuple[str, str, str]) -> Iterator[pa.RecordBatch]:
