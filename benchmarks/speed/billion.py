@@ -7,7 +7,9 @@ workers among 10,000, Dirichlet confusion matrices as in ``scale``, one file per
 annotations, tasks sorted; timed on its own), then one child process converts it to a
 code store (:func:`crowdlearn.stream.convert_parquet`), fits
 :class:`crowdlearn.stream.DawidSkene` (``chunk_size`` 4,000,000) and writes the
-posteriors to Parquet. Up to 100M annotations, a second child fits the in-memory
+posteriors to Parquet. The crowds of all sizes share their beginning (same seed and
+file size: the 100M crowd is the first 10 files of the 1B one). Up to 100M
+annotations, a second child fits the in-memory
 engine (``read_parquet`` + ``DawidSkene(chunk_size=4,000,000)``) on the same files
 and compares: largest absolute difference of the posteriors, labels equal; and the
 Dask engine (the other out-of-core design: a LocalCluster of 2 single-thread workers
@@ -248,7 +250,8 @@ def billion(out: Path, quick: bool, seeds: int) -> BenchResult:
     notes = [
         f"sizes run: {', '.join(f'{n:,}' for n in sizes)} (${SIZES_ENV}; --quick: 1M); "
         f"K={CLASSES}, {FEEDBACK} answers a task, {N_WORKERS:,} workers, one Parquet file "
-        f"per {FILE_ANNOTATIONS:,} annotations; chunk_size {CHUNK_SIZE:,}",
+        f"per {FILE_ANNOTATIONS:,} annotations (seed 0: a smaller crowd is the first files "
+        f"of a larger one); chunk_size {CHUNK_SIZE:,}",
         "generate s: write_synthetic_parquet alone (its own process); total s: convert "
         "(Parquet -> code store) + fit + write (posteriors to Parquet), one process, whose "
         "VmHWM is the peak GB",
