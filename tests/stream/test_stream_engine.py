@@ -168,3 +168,30 @@ def test_conversion_refused_when_the_disk_cannot_hold_the_store(crowd_200k, tmp_
 def test_no_partial_fit(crowd_200k):
     with pytest.raises(NotImplementedError, match="no partial_fit"):
         DawidSkene().partial_fit(crowd_200k)
+
+
+def test_files_with_other_integer_widths_and_text_types_read_together(tmp_path):
+    folder = tmp_path / "crowd"
+    folder.mkdir()
+    first = {
+        "task": pa.array([1, 1, 2], pa.int32()),
+        "worker": ["b", "a", "a"],
+        "label": [0, 1, 0],
+    }
+    second = {
+        "task": pa.array([2, 3, 3], pa.int64()),
+        "worker": pa.array(["c", "a", "b"], pa.large_string()),
+        "label": pa.array([1, 1, 0], pa.int8()),
+    }
+    pq.write_table(pa.table(first), folder / "a.parquet")
+    pq.write_table(pa.table(second), folder / "b.parquet")
+    store = convert_parquet(folder, tmp_path / "store", progress=False)
+    data = read_parquet(folder)
+    assert (store.n_tasks, store.n_workers, store.n_classes) == (3, 3, 2)
+    np.testing.assert_array_equal(store.task_ids, data.task_ids)
+    np.testing.assert_array_equal(store.worker_ids, data.worker_ids)
+    np.testing.assert_array_equal(store.indptr(0, 4), [0, 2, 4, 6])
+    block = store.block(0, 3)
+    np.testing.assert_array_equal(block.worker, data.worker)
+    np.testing.assert_array_equal(block.label, data.label)
+    np.testing.assert_array_equal(block.task, data.task)

@@ -299,8 +299,16 @@ def _batches(file: Path, columns: tuple[str, str, str]) -> Iterator[pa.RecordBat
         raise CrowdDataError(f"{file}: cannot read it as Parquet: {exc}") from None
 
 
-def _decoded(values: pa.Array) -> pa.Array:
-    return values.dictionary_decode() if pa.types.is_dictionary(values.type) else values
+def _normalised(values: pa.Array) -> pa.Array:
+    """Plain (not dictionary-encoded) ids of one type per kind: int64 for integers,
+    large_string for text, so that files written with other widths read together."""
+    if pa.types.is_dictionary(values.type):
+        values = values.dictionary_decode()
+    if pa.types.is_integer(values.type) and values.type != pa.int64():
+        return values.cast(pa.int64())
+    if pa.types.is_string(values.type) or pa.types.is_string_view(values.type):
+        return values.cast(pa.large_string())
+    return values
 
 
 class _Dictionary:
@@ -365,7 +373,7 @@ class _Converter:
         """Append one record batch of (task, worker, label) rows."""
         if batch.num_rows == 0:
             return
-        task, worker, label = (_decoded(batch.column(i)) for i in range(3))
+        task, worker, label = (_normalised(batch.column(i)) for i in range(3))
         for name, values in zip(batch.schema.names, (task, worker, label), strict=True):
             if values.null_count:
                 row = self.n_annotations + int(np.flatnonzero(values.is_null())[0])
