@@ -62,6 +62,7 @@ MODULES = (
     "spans.aggregation",
     "spans.speed",
     "speed.aggregation",
+    "speed.billion",
     "speed.frames",
     "speed.incremental",
     "speed.read_parquet",

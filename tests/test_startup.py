@@ -47,6 +47,7 @@ PACKAGES = [
     "crowdlearn.learning",
     "crowdlearn.metrics",
     "crowdlearn.simulate",
+    "crowdlearn.stream",
 ]
 
 

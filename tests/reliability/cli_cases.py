@@ -269,6 +269,13 @@ def input_files() -> dict[str, bytes | None]:
                 }
             ]
         ).encode(),
+        # ---- issue 46: out-of-core engine (--engine stream)
+        "unsorted.parquet": _parquet(
+            {"task": ["t2", "t1", "t2"], "worker": ["w1", "w1", "w2"], "label": ["a", "b", "a"]}
+        ),
+        "nullworker.parquet": _parquet(
+            {"task": ["t1", "t1", "t2"], "worker": ["w1", None, "w1"], "label": ["a", "b", "a"]}
+        ),
     }
 
 
@@ -1875,6 +1882,48 @@ CASES: list[Case] = [
         "spans-io-texts-on-classes",
         ["aggregate", "crowd.csv", "--texts", "spansio-texts.csv", "-o", "out"],
         "--texts applies to --kind spans, not to class",
+    ),
+    # ---- issue 46: out-of-core engine (--engine stream)
+    Case(
+        "aggregate-stream-unsorted-tasks",
+        ["aggregate", "unsorted.parquet", "--engine", "stream", "-o", "out"],
+        "the task column is not sorted",
+    ),
+    Case(
+        "aggregate-stream-null-worker",
+        ["aggregate", "nullworker.parquet", "--engine", "stream", "-o", "out"],
+        "column 'worker' has null ids (row 1 overall)",
+    ),
+    Case(
+        "aggregate-stream-not-ds",
+        ["aggregate", "crowd.parquet", "--engine", "stream", "-s", "glad", "-o", "out"],
+        "--engine stream fits Dawid-Skene only",
+    ),
+    Case(
+        "aggregate-stream-on-a-csv",
+        ["aggregate", "crowd.csv", "--engine", "stream", "-o", "out"],
+        "--engine stream reads Parquet",
+    ),
+    Case(
+        "aggregate-stream-gold",
+        ["aggregate", "crowd.parquet", "--engine", "stream", "--gold", "gold.csv", "-o", "out"],
+        "--gold is not supported with --engine stream",
+    ),
+    Case(
+        "aggregate-stream-state",
+        ["aggregate", "crowd.parquet", "--engine", "stream", "--state", "s.json", "-o", "out"],
+        "--state is not supported with --engine stream",
+    ),
+    Case(
+        "aggregate-stream-label-sets",
+        ["aggregate", "crowd.parquet", "--engine", "stream", "--kind", "multilabel", "-o", "out"],
+        "--engine stream aggregates classes only",
+    ),
+    Case(
+        "aggregate-stream-existing-output",
+        ["aggregate", "crowd.parquet", "--engine", "stream", "-o", "out"],
+        OVER,
+        target=("out", "folder"),
     ),
 ]
 

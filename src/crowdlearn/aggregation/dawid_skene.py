@@ -275,6 +275,19 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
     def _initialize(
         self, data: CrowdData, gold: Any = None, initial_confusions: Any = None
     ) -> None:
+        self._check_options()
+        self._prepare(data)
+        self._gold = gold_codes(data, gold)
+        self._initial = _initial_confusions(
+            initial_confusions, data, self.initial_confusion_strategy == "assign"
+        )
+        blocks = self._blocks if self._designs is None else [b for b, _ in self._designs]
+        hard = self.init == "majority_vote"
+        probas = block_posteriors(blocks, data.n_tasks, data.n_classes, self._dtype, hard)
+        self.probas_ = clamp(probas, self._gold)
+
+    def _check_options(self) -> None:
+        """Refuse option values outside their choices (shared with the stream engine)."""
         if self.init not in ("naive_soft", "majority_vote"):
             raise ValueError(f"init must be 'naive_soft' or 'majority_vote', got {self.init!r}")
         for name in ("smoothing", "diagonal_prior", "prior_smoothing"):
@@ -287,15 +300,6 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
                 "initial_confusion_strategy must be 'assign' or 'add', got "
                 f"{self.initial_confusion_strategy!r}"
             )
-        self._prepare(data)
-        self._gold = gold_codes(data, gold)
-        self._initial = _initial_confusions(
-            initial_confusions, data, self.initial_confusion_strategy == "assign"
-        )
-        blocks = self._blocks if self._designs is None else [b for b, _ in self._designs]
-        hard = self.init == "majority_vote"
-        probas = block_posteriors(blocks, data.n_tasks, data.n_classes, self._dtype, hard)
-        self.probas_ = clamp(probas, self._gold)
 
     def _prepare(self, data: CrowdData, indptr: np.ndarray | None = None) -> None:
         """The blocks of ``data`` (and, unchunked, their designs) the EM steps use."""

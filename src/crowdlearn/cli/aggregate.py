@@ -229,11 +229,12 @@ def aggregation_outputs(model: Any, data: CrowdData) -> dict[str, Any]:
 )
 @click.option(
     "--engine",
-    type=click.Choice(["memory", "dask"]),
+    type=click.Choice(["memory", "dask", "stream"]),
     default="memory",
     show_default=True,
-    help="In-memory engine, or Dask (DATA: a Parquet file or directory; strategies "
-    "ds, onecoin-ds, mv, naivesoft, glad).",
+    help="In-memory engine, Dask (DATA: a Parquet file or directory; strategies "
+    "ds, onecoin-ds, mv, naivesoft, glad), or stream: out of core on one machine (DATA: "
+    "Parquet sorted by task; strategies ds, fast-ds).",
 )
 @click.option(
     "--state",
@@ -338,6 +339,16 @@ def aggregate(
         )
     if data is None or output is None:
         raise click.UsageError("DATA and --output are required (or use --list)")
+    if engine == "stream":
+        from crowdlearn.cli._stream import aggregate_stream
+
+        unsupported = [(state, "--state"), (gold, "--gold"), (write_back, "--write-back")]
+        unsupported += [(new_classes, "--new-classes"), (refresh is not None, "--refresh")]
+        aggregate_stream(
+            data, strategy, kind, _parse_params(params), output, output_format, quiet,
+            overwrite, unsupported, _write_dask_outputs,
+        )  # fmt: skip
+        return
     if kind is None:
         kind = _kinds.detected_kind(data, engine)
     _kinds.check_kind_options(kind, sep, order, tie)
@@ -703,15 +714,19 @@ def _check_worker_memory(value: str) -> None:
         )
 
 
-def _write_dask_outputs(model: Any, folder: Path, output_format: str) -> list[str]:
-    """Write a fitted Dask model's posteriors, history and JSON documents into ``folder``."""
+def _write_dask_outputs(
+    model: Any, folder: Path, output_format: str, engine: str = "dask"
+) -> list[str]:
+    """Write a fitted Dask (or stream) model's posteriors, history and JSON documents
+    into ``folder``."""
     written = [model.write_parquet(folder / "posteriors").name]
     if hasattr(model, "history_"):
         history = without_timings(model.history_)
         written.append(_write_table(history, folder / "history", output_format).name)
     crowd = model.crowd_
     workers = _worker_document(model, crowd)
-    summary = _summary(model, crowd, engine="dask", npartitions=crowd.npartitions)
+    extra = {"npartitions": crowd.npartitions} if engine == "dask" else {}
+    summary = _summary(model, crowd, engine=engine, **extra)
     for stem, document in (("workers", workers), ("summary", summary)):
         with atomic_open(folder / f"{stem}.json") as handle:
             json.dump(document, handle, indent=1)

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from crowdlearn._atomic import atomic_directory
+from crowdlearn._progress import Progress, progress_bar
 from crowdlearn.data._memory import array_bytes, check_allocation
 
 
@@ -55,6 +56,7 @@ def write_synthetic_parquet(
     chunk_annotations: int = 5_000_000,
     seed: int = 0,
     truth_path: str | os.PathLike[str] | None = None,
+    progress: Progress = False,
 ) -> dict[str, int]:
     """Write a synthetic crowd of about ``n_annotations`` annotations to a Parquet
     directory, one chunk at a time (memory O(chunk_annotations * n_classes)).
@@ -77,6 +79,8 @@ def write_synthetic_parquet(
     truth_path : str or path-like, optional
         Also save the true class of each task (int8, in task order) to this ``.npy``
         file (outside the directory, so that Parquet readers do not see it).
+    progress : True, False or "auto", default False
+        A bar over the annotations written.
 
     Returns
     -------
@@ -96,7 +100,8 @@ def write_synthetic_parquet(
     cumulative[..., -1] = 1.0
     n_files = 0
     truths = []
-    with atomic_directory(path) as tmp:
+    bar = progress_bar(progress=progress, desc="generate", total=n_tasks * feedback, unit="rows")
+    with bar, atomic_directory(path) as tmp:
         for start in range(0, n_tasks, tasks_per_chunk):
             stop = min(start + tasks_per_chunk, n_tasks)
             table = _chunk(start, stop, n_classes, feedback, n_workers, cumulative, rng)
@@ -105,6 +110,7 @@ def write_synthetic_parquet(
             )
             n_files += 1
             truths.append(table.column("truth").to_numpy()[::feedback].astype(np.int8))
+            bar.update(table.num_rows)
     if truth_path is not None:
         np.save(truth_path, np.concatenate(truths))
     return {
