@@ -145,6 +145,26 @@ def predict(
         raise CrowdDataError("--text-column goes with --texts")
     if image_column is not None and option != "--images":
         raise CrowdDataError("--image-column goes with --images")
+    if Path(path).is_file() and _is_tagger(path):
+        from crowdlearn.cli.learn import _check_device
+        from crowdlearn.cli.learn_spans import predict_spans
+
+        if option != "--texts":
+            raise CrowdDataError(
+                f"{path} is a span tagger: give --texts FILE (one token a line, a blank line "
+                f"between sentences), not {option}"
+            )
+        _check_device(device)
+        extra = [
+            name
+            for name, value in (
+                ("--text-column", text_column), ("--id-column", id_column),
+                ("--probas", probas), ("--format", output_format),
+            )
+            if value
+        ]  # fmt: skip
+        predict_spans(path, model_info(path), source, output, overwrite, device, extra)
+        return
     fmt = _output_format(output, output_format)
     from crowdlearn.cli.learn import _check_device
 
@@ -169,6 +189,13 @@ def predict(
     with outputs:
         write_table(table, target.staged, fmt)
     click.echo(f"{meta['spec'] or meta['method']}: {len(table)} items of {source} -> {output}")
+
+
+def _is_tagger(path: str) -> bool:
+    """Whether the model file at ``path`` is a span tagger (from its metadata)."""
+    from crowdlearn.learning.persistence import model_info
+
+    return model_info(path).get("kind") == "spans"
 
 
 def _model_path(model: str) -> str:
@@ -415,6 +442,10 @@ def describe_model(path: str, meta: dict[str, Any]) -> str:
         ("classes", f"{len(classes)}: {shown}"),
         ("input", items),
     ]
+    if meta.get("kind") == "spans":  # a tagger: tags, and tokens in
+        from crowdlearn.cli.learn_spans import describe_tagger
+
+        lines = [line for line in lines if line[0] != "input"] + describe_tagger(meta)
     training = meta.get("training")
     if training:
         lines.append(
