@@ -65,6 +65,7 @@ MODULES = (
     "speed.read_parquet",
     "speed.scale",
     "speed.startup",
+    "spans.learning",
 )
 
 __all__ = ["BENCHMARKS", "BenchResult", "machine_description", "run"]

@@ -231,6 +231,7 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     "crowding": ("CrowdInG (CrowdInG paper)", ("crowding-drift", "crowding")),
     "cmm": ("CMM (CMM paper)", ("cmm-near-tie", "cmm-scaling")),
     "identification": ("Identification", ("identify",)),
+    "spans": ("Spans and sequence tags", ("spans-learning",)),
     "campaign": (
         "The campaign loop",
         (

@@ -32,7 +32,7 @@ from crowdlearn.learning.spans._learners import sentence_pieces
 from crowdlearn.metrics._spans import span_scores
 
 TAGS = ["O", "B-X", "I-X"]
-FAST = {"max_epochs": 4, "hidden": 16, "word_dim": 16, "char_filters": 8, "batch_size": 8}
+FAST = {"max_epochs": 2, "hidden": 8, "word_dim": 8, "char_filters": 4, "batch_size": 16}
 
 
 def _valid(seq: tuple[int, ...]) -> bool:
@@ -208,7 +208,7 @@ def test_a_damaged_tagger_file_is_one_error(tmp_path, split) -> None:
     model = SupervisedTagger(**FAST).fit(train)
     path = tmp_path / "model.pt"
     model.save(path)
-    data = path.read_bytes().replace(b'"words"', b'"wordz"', 1)
+    data = path.read_bytes().replace(b'\\"words\\"', b'\\"wordz\\"', 1)
     (tmp_path / "bad.pt").write_bytes(data)
     with pytest.raises(ModelFileError, match="damaged"):
         load_tagger(tmp_path / "bad.pt")

@@ -145,15 +145,15 @@ class SpanLearner(BaseEstimator):
 
     Parameters
     ----------
-    max_epochs : int, default 20
+    max_epochs : int, default 10
         Passes over the training documents (fixed: no epoch selection).
-    batch_size : int, default 32
+    batch_size : int, default 16
         Sentences per mini-batch (with all their training sequences): documents are cut
         after each sentence end (``.``, ``?``, ``!``) except inside a target's span,
         and tagged the same way.
     lr : float, default 5e-3
         Adam's learning rate (gradients clipped at norm 5).
-    word_dim, char_filters, hidden : int, default 64, 48, 96
+    word_dim, char_filters, hidden : int, default 50, 30, 64
         Word embedding size, character CNN filters, LSTM units per direction.
     dropout : float, default 0.5
     word_dropout : float, default 0.3
@@ -184,12 +184,12 @@ class SpanLearner(BaseEstimator):
 
     def __init__(
         self,
-        max_epochs: int = 20,
-        batch_size: int = 32,
+        max_epochs: int = 10,
+        batch_size: int = 16,
         lr: float = 5e-3,
-        word_dim: int = 64,
-        char_filters: int = 48,
-        hidden: int = 96,
+        word_dim: int = 50,
+        char_filters: int = 30,
+        hidden: int = 64,
         dropout: float = 0.5,
         word_dropout: float = 0.3,
         device: str = "auto",
@@ -307,7 +307,7 @@ class SpanLearner(BaseEstimator):
                 (loss / n).backward()
                 nn.utils.clip_grad_norm_(self.module_.parameters(), 5.0)
                 optimizer.step()
-                total += float(loss)
+                total += float(loss.detach())
                 tokens += n
             mean = total / max(tokens, 1.0)
             if not np.isfinite(mean):

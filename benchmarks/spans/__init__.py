@@ -1,0 +1,1 @@
+"""Benchmarks of one topic: Spans and sequence tags (page spans.md)."""
