@@ -28,7 +28,7 @@ from benchmarks._registry import BenchResult, register
 
 NAME = "spans-learning"
 #: Document folds (every document is held out once).
-FOLDS = 5
+FOLDS = 3
 #: Training epochs of every tagger (fixed; the machine is shared, so kept small).
 EPOCHS = 6
 #: The methods, by span method spec, and what the table calls them.
