@@ -135,8 +135,8 @@ def bench_spans_learning(out: Path, quick: bool, seeds: int) -> BenchResult:
         train = subset_spans(data, np.setdiff1d(order, held_out))
         test = subset_spans(data, held_out)
         mv = TokenMajorityVote().fit(test)
-        rows.append({"fold": fold, "method": "mv-aggregate",
-                     **span_scores(_spans_frame(mv.tags_), test.truth), "fit_seconds": 0.0})  # fmt: skip
+        control = span_scores(_spans_frame(mv.tags_), test.truth)
+        rows.append({"fold": fold, "method": "mv-aggregate", **control, "fit_seconds": 0.0})
         for spec in METHODS:
             for seed in range(seeds):
                 model = make_span_learner(spec, max_epochs=epochs, random_state=seed)
@@ -144,9 +144,11 @@ def bench_spans_learning(out: Path, quick: bool, seeds: int) -> BenchResult:
                 model.fit(train)
                 seconds = time.perf_counter() - started
                 scores = span_scores(_spans_frame(model.predict_codes(test.tokens)), test.truth)
-                rows.append({"fold": fold, "method": spec, "seed": seed, **scores,
-                             "fit_seconds": seconds,
-                             "final_loss": float(model.history_["train_loss"].iloc[-1])})  # fmt: skip
+                loss = float(model.history_["train_loss"].iloc[-1])
+                rows.append(
+                    {"fold": fold, "method": spec, "seed": seed, **scores,
+                     "fit_seconds": seconds, "final_loss": loss}
+                )  # fmt: skip
                 pd.DataFrame(rows).to_csv(partial, index=False)
     partial.unlink(missing_ok=True)
     raw = pd.DataFrame(rows)
@@ -186,7 +188,9 @@ def _table(raw: pd.DataFrame) -> pd.DataFrame:
                 "F1 spread": f"{per_fold['f1'].min():.3f}-{per_fold['f1'].max():.3f}",
                 "precision": f"{per_fold['precision'].mean():.3f}",
                 "recall": f"{per_fold['recall'].mean():.3f}",
-                "fit s": "" if method == "mv-aggregate" else f"{per_fold['fit_seconds'].median():.0f}",
+                "fit s": ""
+                if method == "mv-aggregate"
+                else f"{per_fold['fit_seconds'].median():.0f}",
             }
         )
     return pd.DataFrame(rows)

@@ -31,7 +31,9 @@ def tagged(tmp_path_factory):
     result = invoke("learn", folder / "crowd", "--kind", "spans", "-m", "crowdlayer", *QUICK,
                     "-o", folder / "model")  # fmt: skip
     assert result.exit_code == 0, result.output
-    (folder / "tokens.txt").write_text("Ada Lovelace visited Oslo .\n".replace(" ", "\n") + "\nGrace\nleft\n")
+    (folder / "tokens.txt").write_text(
+        "Ada Lovelace visited Oslo .\n".replace(" ", "\n") + "\nGrace\nleft\n"
+    )
     return folder
 
 
@@ -102,7 +104,9 @@ def test_bad_token_files_are_one_error(tagged, tmp_path, content, message) -> No
 
 def test_a_tagger_takes_tokens_only(tagged, tmp_path) -> None:
     (tmp_path / "X.npy").write_bytes(b"")
-    result = invoke("predict", tagged / "model", "--features", tmp_path / "X.npy", "-o", tmp_path / "o")
+    result = invoke(
+        "predict", tagged / "model", "--features", tmp_path / "X.npy", "-o", tmp_path / "o"
+    )
     refused(result, "is a span tagger: give --texts FILE")
     result = invoke("predict", tagged / "model", "--texts", tagged / "tokens.txt", "--probas",
                     "-o", tmp_path / "o")  # fmt: skip

@@ -73,13 +73,17 @@ def test_crf_likelihood_is_the_brute_force_one(crf: CRF) -> None:
         every = list(itertools.product(range(3), repeat=length))
         scores = torch.stack([_score(crf, emissions[b], s) for s in every])
         log_z = torch.logsumexp(scores, dim=0)
-        assert crf.log_partition(emissions, mask)[b].item() == pytest.approx(log_z.item(), abs=1e-5)
+        assert crf.log_partition(emissions, mask)[b].item() == pytest.approx(
+            log_z.item(), abs=1e-5
+        )
         target = torch.zeros(2, 4, 3)
         target[:, :, 0] = 1.0
         target[b, 0] = torch.tensor([0.0, 1.0, 0.0])
         target[b, 1] = torch.tensor([0.0, 0.0, 1.0])
         expected = -(_score(crf, emissions[b], (1, 2) + (0,) * (length - 2)) - log_z)
-        assert crf.nll(emissions, target, mask)[b].item() == pytest.approx(expected.item(), abs=1e-5)
+        assert crf.nll(emissions, target, mask)[b].item() == pytest.approx(
+            expected.item(), abs=1e-5
+        )
 
 
 def test_soft_targets_give_the_expected_likelihood(crf: CRF) -> None:
@@ -91,7 +95,9 @@ def test_soft_targets_give_the_expected_likelihood(crf: CRF) -> None:
     every = list(itertools.product(range(3), repeat=3))
     scores = torch.stack([_score(crf, emissions[0], s) for s in every])
     log_z = torch.logsumexp(scores, dim=0)
-    weights = torch.tensor([float(np.prod([q[0, t, s[t]].item() for t in range(3)])) for s in every])
+    weights = torch.tensor(
+        [float(np.prod([q[0, t, s[t]].item() for t in range(3)])) for s in every]
+    )
     expected = (weights * (log_z - scores)).sum()
     assert crf.nll(emissions, q, mask).item() == pytest.approx(expected.item(), abs=1e-5)
 
@@ -145,7 +151,10 @@ def test_same_seed_same_tagger(split) -> None:
     a = CrowdLayerTagger(**FAST).fit(train)
     b = CrowdLayerTagger(**FAST).fit(train)
     assert a.history_.equals(b.history_)
-    assert all(np.array_equal(x, y) for x, y in zip(a.predict_codes(test.tokens), b.predict_codes(test.tokens), strict=True))
+    assert all(
+        np.array_equal(x, y)
+        for x, y in zip(a.predict_codes(test.tokens), b.predict_codes(test.tokens), strict=True)
+    )
 
 
 def test_two_stage_trains_on_the_aggregate(split) -> None:
@@ -180,7 +189,7 @@ def test_supervised_needs_the_truth(split) -> None:
     bare = type(train).from_tags(task, worker, tags, tokens={"d": ["a", "b"]})
     with pytest.raises(CrowdDataError, match="no truth"):
         SupervisedTagger(**FAST).fit(bare)
-    assert [c.tolist() for c in truth_codes(train)][0][:2] != []
+    assert len(truth_codes(train)) == train.n_tasks
 
 
 def test_save_and_load_keep_vocabulary_tags_and_predictions(tmp_path, split) -> None:
@@ -260,7 +269,7 @@ def test_token_files(tmp_path) -> None:
 
 
 def test_subset_keeps_codes() -> None:
-    tokens, truth = toy_documents(4)
+    tokens, _ = toy_documents(4)
     data = toy_spans(n_docs=4)
     part = subset_spans(data, [3, 1])
     assert list(part.task_ids) == [data.task_ids[1], data.task_ids[3]]

@@ -1658,8 +1658,18 @@ CASES: list[Case] = [
     ),
     Case(
         "learn-spans-features",
-        ["learn", "emptydir", "--kind", "spans", "-s", "conal", "--features", "feats.npy",
-         "-o", "out"],  # fmt: skip
+        [
+            "learn",
+            "emptydir",
+            "--kind",
+            "spans",
+            "-s",
+            "conal",
+            "--features",
+            "feats.npy",
+            "-o",
+            "out",
+        ],
         "--features: not used by --kind spans",
     ),
 ]

@@ -112,9 +112,9 @@ def load_tagger(path: str | os.PathLike[str], device: str = "cpu") -> SpanLearne
     return SpanLearner.load(path, device=device)
 
 
-def read_token_file(path: str | os.PathLike[str], option: str = "--texts") -> tuple[
-    list[str], list[list[int]]
-]:
+def read_token_file(
+    path: str | os.PathLike[str], option: str = "--texts"
+) -> tuple[list[str], list[list[int]]]:
     """The lines of a token file and its sentences.
 
     One token a line (its first field: a CoNLL file's further columns are kept in the
@@ -155,8 +155,7 @@ def read_token_file(path: str | os.PathLike[str], option: str = "--texts") -> tu
         sentences.append(current)
     if not sentences:
         raise CrowdDataError(
-            f"{option} {path}: no token in it (one token a line, a blank line between "
-            "sentences)"
+            f"{option} {path}: no token in it (one token a line, a blank line between sentences)"
         )
     return lines, sentences
 
@@ -166,9 +165,7 @@ def sentence_tokens(lines: list[str], sentences: list[list[int]]) -> list[list[s
     return [[lines[n].split()[0] for n in sentence] for sentence in sentences]
 
 
-def tagged_lines(
-    lines: list[str], sentences: list[list[int]], tags: list[list[str]]
-) -> list[str]:
+def tagged_lines(lines: list[str], sentences: list[list[int]], tags: list[list[str]]) -> list[str]:
     """The token file's lines with each token's predicted tag appended after a space
     (blank lines kept, trailing spaces dropped)."""
     out = [line.rstrip() for line in lines]
@@ -181,4 +178,3 @@ def tagged_lines(
 def is_tagger_file(meta: dict[str, Any]) -> bool:
     """Whether a model file's metadata is a span tagger's."""
     return meta.get("kind") == KIND
-

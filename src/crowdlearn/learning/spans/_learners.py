@@ -13,8 +13,9 @@ The shared classifier trainer (:mod:`crowdlearn.learning._trainer`) is not used:
 batches are tasks of a :class:`~crowdlearn.data.CrowdData` with one class per
 annotation, its model selection is Dawid-Skene agreement over classes; a tagger's
 batches are padded documents and its annotations tag sequences. The noise models are
-the classifiers' own modules, applied per token: :class:`~crowdlearn.learning.crowd_layer.CrowdLayerModule`
-and :class:`~crowdlearn.learning.conal.CoNALModule`. Epochs are fixed (no selection:
+the classifiers' own modules, applied per token:
+:class:`~crowdlearn.learning.crowd_layer.CrowdLayerModule` and
+:class:`~crowdlearn.learning.conal.CoNALModule`. Epochs are fixed (no selection:
 the held-out gold of a benchmark is never looked at during training).
 """
 
@@ -84,7 +85,9 @@ def truth_codes(data: Spans) -> list[np.ndarray]:
 SENTENCE_ENDS = frozenset({".", "?", "!"})
 
 
-def sentence_pieces(tokens: Sequence[str], keep: np.ndarray | None = None) -> list[tuple[int, int]]:
+def sentence_pieces(
+    tokens: Sequence[str], keep: np.ndarray | None = None
+) -> list[tuple[int, int]]:
     """``(start, end)`` pieces of a token sequence cut after every sentence end
     (:data:`SENTENCE_ENDS`), except where ``keep[i]`` says token ``i`` continues a span
     (no training target is cut inside a span)."""
@@ -130,7 +133,7 @@ class _Batch:
         row = {d: i for i, d in enumerate(docs.tolist())}
         picked = [s for s in sequences if s[0] in row]
         targets = np.zeros((len(picked), t, n_tags), dtype=np.float32)
-        for a, (d, _, target) in enumerate(picked):
+        for a, (_, _, target) in enumerate(picked):
             if target.ndim == 1:
                 targets[a, np.arange(len(target)), target] = 1.0
             else:
@@ -538,9 +541,7 @@ class SupervisedTagger(SpanLearner):
 
 def _worker_sequences(data: Spans) -> list[tuple[int, int, np.ndarray]]:
     """Every (document, worker)'s tag codes."""
-    return [
-        (t, w, codes.astype(np.int64)) for (t, w), codes in sorted(data.bio_codes().items())
-    ]
+    return [(t, w, codes.astype(np.int64)) for (t, w), codes in sorted(data.bio_codes().items())]
 
 
 class CrowdLayerTagger(SpanLearner):
@@ -646,9 +647,11 @@ class CoNALTagger(SpanLearner):
         self, emissions: torch.Tensor, states: torch.Tensor, batch: _Batch
     ) -> torch.Tensor:
         noise = self.module_["noise"]
-        b, t, k = emissions.shape
+        b, t, _ = emissions.shape
         a = len(batch.position)
-        positions = (batch.position[:, None] * t + torch.arange(t, device=emissions.device)).reshape(-1)
+        positions = (
+            batch.position[:, None] * t + torch.arange(t, device=emissions.device)
+        ).reshape(-1)
         workers = batch.worker.repeat_interleave(t)
         omega = noise.common_rate(states.reshape(b * t, -1), positions, workers).reshape(a, t, 1)
         scores = emissions[batch.position]

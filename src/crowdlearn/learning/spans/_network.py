@@ -214,7 +214,9 @@ class CRF(nn.Module):
         final = targets[torch.arange(len(targets), device=targets.device), last]
         return score + final @ self.end
 
-    def nll(self, emissions: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def nll(
+        self, emissions: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor
+    ) -> torch.Tensor:
         """(B,) negative log-likelihood of the target distributions."""
         return self.log_partition(emissions, mask) - self.expected_score(emissions, targets, mask)
 
