@@ -511,6 +511,7 @@ def learn(
             "--svd-components": svd_components, "--text-model": text_model,
             "--image-size": image_size, "--root": root,
         })  # fmt: skip
+        _check_device(training.get("device"))
         learn_spans(
             data, method, params, output, overwrite, duplicates,
             {k: v for k, v in training.items() if k in TRAINING_NAMES}, ignored,

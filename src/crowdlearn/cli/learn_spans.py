@@ -79,11 +79,11 @@ def learn_spans(
 ) -> None:
     """Train a span tagger on DATA with METHOD and write its folder OUT.
 
-    ``training`` holds the values of ``learn``'s training options (None where not given);
-    ``ignored`` the options that do not apply to spans (each given one is refused).
+    ``training`` holds the values of ``learn``'s training options (None where not given;
+    the caller has checked ``--device``); ``ignored`` the options that do not apply to
+    spans (each given one is refused).
     """
     from crowdlearn.cli.aggregate import _parse_params
-    from crowdlearn.cli.learn import _check_device
     from crowdlearn.learning.spans import make_span_learner
 
     given = [option for option, value in ignored.items() if value not in (None, (), False)]
@@ -92,7 +92,6 @@ def learn_spans(
             f"{', '.join(given)}: not used by --kind spans (a tagger trains on the documents' "
             "tokens for a fixed number of epochs)"
         )
-    _check_device(training.get("device"))
     fixed = _parse_params(params)
     for option, value in training.items():
         if value in (None, ()):
