@@ -173,6 +173,24 @@ def test_two_stage_trains_on_the_aggregate(split) -> None:
         TwoStageTagger(aggregator="nope", **FAST).fit(train)
 
 
+def test_two_stage_skips_documents_no_worker_tagged() -> None:
+    """A document without any worker's tags is no training target: its majority vote
+    would be all O (hard), its tag shares empty rows that drive the expected CRF
+    likelihood below zero (soft)."""
+    from crowdlearn.data import Spans
+
+    crowd = Spans.from_frame(
+        pd.DataFrame({"task": ["a", "a"], "worker": ["w1", "w2"], "start": [0, 0],
+                      "end": [1, 1], "label": ["X", "X"]}),
+        tokens={"a": ["Ada", "ran", "."], "b": ["Bo", "sat", "."]},
+    )  # fmt: skip
+    for soft in (False, True):
+        model = TwoStageTagger(soft=soft, **FAST)
+        assert [s[0] for s in model._sequences(crowd)] == [0]
+        model.fit(crowd)
+        assert (model.history_["train_loss"] >= 0).all()
+
+
 def test_crowd_methods_train_on_each_workers_tags(split) -> None:
     train, _ = split
     model = CrowdLayerTagger(**FAST).fit(train)

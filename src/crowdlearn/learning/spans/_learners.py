@@ -524,11 +524,14 @@ class TwoStageTagger(SpanLearner):
             )
         fitted = SPAN_STRATEGIES[name]().fit(data)
         self.aggregator_ = fitted
+        # only the documents some worker tagged: the aggregate of an untagged one says
+        # nothing (all O for majority vote, no distribution at all for its shares)
+        tagged = np.unique(data.task).tolist()
         if self.soft:
             if getattr(fitted, "marginals_", None) is None:
                 raise CrowdDataError(f"span aggregator {name!r} gives no marginals_ (soft=False)")
-            return [(t, -1, np.asarray(m, np.float32)) for t, m in enumerate(fitted.marginals_)]
-        return [(t, -1, np.asarray(c, np.int64)) for t, c in enumerate(fitted.tags_)]
+            return [(t, -1, np.asarray(fitted.marginals_[t], np.float32)) for t in tagged]
+        return [(t, -1, np.asarray(fitted.tags_[t], np.int64)) for t in tagged]
 
 
 class SupervisedTagger(SpanLearner):
