@@ -38,6 +38,8 @@ METHODS = {
     "crowdlayer": "Crowd Layer (MW on token scores)",
     "conal": "CoNAL (common + individual)",
     "supervised": "tagger on gold tags (ceiling)",
+    "crowdlayer[trainable=false]": "control: every worker's tags pooled (Crowd Layer frozen)",
+    "crowdlayer[on=probabilities]": "control: Crowd Layer on the token probabilities",
 }
 #: Rows that learn from the crowd (the goal compares the best with mv+tagger).
 CROWD_METHODS = ("soft+tagger", "crowdlayer", "conal")

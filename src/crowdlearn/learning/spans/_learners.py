@@ -563,15 +563,22 @@ class CrowdLayerTagger(SpanLearner):
         What the layer transforms: the token scores the CRF reads, or their softmax
         (the paper's classifier setting; the worker's scores then lie in [0, 1] at
         the start).
+    trainable : bool, default True
+        Learn the workers' transforms (False keeps them at their start, the identity
+        for MW on logits: the tagger is then trained on every worker's tags pooled,
+        with no model of the workers, a control of what the layer adds).
     **training
         See :class:`SpanLearner`.
     """
 
     per_worker = True
 
-    def __init__(self, variant: str = "MW", on: str = "logits", **training: Any) -> None:
+    def __init__(
+        self, variant: str = "MW", on: str = "logits", trainable: bool = True, **training: Any
+    ) -> None:
         self.variant = variant
         self.on = on
+        self.trainable = trainable
         super().__init__(**training)
 
     def _noise_model(self, n_workers: int, n_tags: int, hidden: int) -> nn.Module:
@@ -581,7 +588,9 @@ class CrowdLayerTagger(SpanLearner):
             raise CrowdDataError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
         if self.on not in ("logits", "probabilities"):
             raise CrowdDataError(f"on must be 'logits' or 'probabilities', got {self.on!r}")
-        return CrowdLayerModule(n_workers, n_tags, self.variant)
+        layer = CrowdLayerModule(n_workers, n_tags, self.variant)
+        layer.requires_grad_(bool(self.trainable))
+        return layer
 
     def _sequences(self, data: Spans) -> list[tuple[int, int, np.ndarray]]:
         return _worker_sequences(data)
