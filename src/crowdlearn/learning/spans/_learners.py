@@ -562,7 +562,9 @@ class CrowdLayerTagger(SpanLearner):
     on : {"logits", "probabilities"}, default "logits"
         What the layer transforms: the token scores the CRF reads, or their softmax
         (the paper's classifier setting; the worker's scores then lie in [0, 1] at
-        the start).
+        the start, the CRF is trained on that scale while tagging reads the raw
+        scores, and the ``spans-learning`` benchmark's control row with it tags nothing:
+        kept as that control, not for use).
     trainable : bool, default True
         Learn the workers' transforms (False keeps them at their start, the identity
         for MW on logits: the tagger is then trained on every worker's tags pooled,
