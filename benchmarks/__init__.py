@@ -60,6 +60,7 @@ MODULES = (
     "learning.raw_text",
     "self_crowd.benchmark",
     "spans.aggregation",
+    "spans.learning",
     "spans.speed",
     "speed.aggregation",
     "speed.billion",

@@ -271,9 +271,8 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
             "masks-memory",
         ),
     ),
-    # issue 45: spans (named entities) as an answer kind; its aggregation and learning
-    # benchmarks add their names here
-    "spans": ("Spans and sequence tags", ("spans-aggregation", "spans-speed")),
+    # issue 45: spans (named entities) as an answer kind
+    "spans": ("Spans and sequence tags", ("spans-aggregation", "spans-speed", "spans-learning")),
 }
 
 

@@ -276,7 +276,33 @@ def input_files() -> dict[str, bytes | None]:
         "nullworker.parquet": _parquet(
             {"task": ["t1", "t1", "t2"], "worker": ["w1", None, "w1"], "label": ["a", "b", "a"]}
         ),
+        # ---- issue 45: learning from spans (a tagger, and token files for predict --texts)
+        "tagger.pt": _tagger_model(),
+        "tokens-empty.txt": b"",
+        "tokens-blank.txt": b"\n  \n\n",
+        "tokens.txt": b"Ada\nvisited\nOslo\n.\n",
     }
+
+
+@functools.lru_cache(maxsize=1)
+def _tagger_model() -> bytes:
+    """The model file of a tiny span tagger (``crowdlearn learn --kind spans``)."""
+    import tempfile
+    from pathlib import Path
+
+    from crowdlearn.data import Spans
+    from crowdlearn.learning.spans import make_span_learner
+
+    crowd = Spans.from_tags(
+        ["d1", "d1"], ["w1", "w2"], [["B-PER", "O", "B-LOC", "O"], ["B-PER", "O", "O", "O"]],
+        tokens={"d1": ["Ada", "visited", "Oslo", "."]},
+    )  # fmt: skip
+    tiny = {"max_epochs": 1, "hidden": 4, "word_dim": 4, "char_filters": 4}
+    model = make_span_learner("crowdlayer", **tiny).fit(crowd)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "tagger.pt"
+        model.save(path)
+        return path.read_bytes()
 
 
 @functools.lru_cache(maxsize=1)
@@ -1924,6 +1950,59 @@ CASES: list[Case] = [
         ["aggregate", "crowd.parquet", "--engine", "stream", "-o", "out"],
         OVER,
         target=("out", "folder"),
+    ),
+    # ---- issue 45: learning from spans (learn --kind spans, predict with a tagger)
+    Case(
+        "predict-tagger-empty-texts",
+        ["predict", "tagger.pt", "--texts", "tokens-empty.txt", "-o", "t.txt"],
+        "--texts tokens-empty.txt: no token in it",
+    ),
+    Case(
+        "predict-tagger-blank-texts",
+        ["predict", "tagger.pt", "--texts", "tokens-blank.txt", "-o", "t.txt"],
+        "--texts tokens-blank.txt: no token in it",
+    ),
+    Case(
+        "predict-tagger-binary-texts",
+        ["predict", "tagger.pt", "--texts", "binary.bin", "-o", "t.txt"],
+        "--texts binary.bin: not UTF-8 text",
+    ),
+    Case(
+        "predict-tagger-features",
+        ["predict", "tagger.pt", "--features", "feats.npy", "-o", "t.txt"],
+        "tagger.pt is a span tagger: give --texts FILE",
+    ),
+    Case(
+        "predict-tagger-probas",
+        ["predict", "tagger.pt", "--texts", "tokens.txt", "--probas", "-o", "t.txt"],
+        "--probas do not apply",
+    ),
+    Case(
+        "predict-tagger-existing-output",
+        ["predict", "tagger.pt", "--texts", "tokens.txt", "-o", "t.txt"],
+        OVER,
+        target=("t.txt", "file"),
+    ),
+    Case(
+        "learn-spans-class-method",
+        ["learn", "emptydir", "--kind", "spans", "-s", "ds+nn", "-o", "out"],
+        "unknown span method 'ds+nn'",
+    ),
+    Case(
+        "learn-spans-features",
+        [
+            "learn",
+            "emptydir",
+            "--kind",
+            "spans",
+            "-s",
+            "conal",
+            "--features",
+            "feats.npy",
+            "-o",
+            "out",
+        ],
+        "--features: not used by --kind spans",
     ),
 ]
 

@@ -268,9 +268,19 @@ def _float_or_none(value: Any) -> float | None:
 @click.argument("data", required=False)
 @click.option(
     "-s",
+    "-m",
     "--method",
     help="Method, e.g. crowdlayer, 'crowdlayer[variant=VW]', "
-    "ds+nn, 'twostage[aggregator=glad,soft=true]' (see --list).",
+    "ds+nn, 'twostage[aggregator=glad,soft=true]' (see --list; --kind spans --list for "
+    "the taggers).",
+)
+@click.option(
+    "--kind",
+    type=click.Choice(["class", "spans"]),
+    default="class",
+    show_default=True,
+    help="What one answer is: a class, or spans in a text (spans: a BiLSTM-CRF tagger "
+    "trained on the crowd's tags; DATA e.g. a folder of per-worker CoNLL files).",
 )
 @click.option(
     "--param",
@@ -459,6 +469,7 @@ def learn(
     svd_components: int | None,
     text_model: str | None,
     image_size: int | None,
+    kind: str = "class",
     **training: Any,
 ) -> None:
     """Train a classifier from the crowd annotations in DATA.
@@ -475,11 +486,37 @@ def learn(
     from crowdlearn.learning import LEARNERS, make_learner
 
     if list_:
+        if kind == "spans":
+            from crowdlearn.cli.learn_spans import list_span_methods
+
+            list_span_methods()
+            return
         for name, entry in sorted(LEARNERS.items()):
             click.echo(f"{name:14s} {entry.description}")
         return
     if data is None or method is None or output is None:
         raise click.UsageError("DATA, --method and --output are required (or use --list)")
+    if kind == "spans":
+        from crowdlearn.cli.learn_spans import TRAINING_NAMES, learn_spans
+
+        ignored = {
+            f"--{k.replace('_', '-')}": v for k, v in training.items() if k not in TRAINING_NAMES
+        }
+        ignored.update({
+            "--features": features, "--valid": valid, "--valid-features": valid_features,
+            "--valid-labels": valid_labels, "--search": search_specs,
+            "--test-features": test_features, "--test-labels": test_labels,
+            "--text-column": text_column, "--texts": texts, "--image-column": image_column,
+            "--images": images, "--max-features": max_features,
+            "--svd-components": svd_components, "--text-model": text_model,
+            "--image-size": image_size, "--root": root,
+        })  # fmt: skip
+        _check_device(training.get("device"))
+        learn_spans(
+            data, method, params, output, overwrite, duplicates,
+            {k: v for k, v in training.items() if k in TRAINING_NAMES}, ignored,
+        )  # fmt: skip
+        return
     _check_device(training.get("device"))
     raw = chosen_source(features, text_column, texts, image_column, images)
     raw_value = {

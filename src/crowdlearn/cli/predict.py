@@ -145,6 +145,26 @@ def predict(
         raise CrowdDataError("--text-column goes with --texts")
     if image_column is not None and option != "--images":
         raise CrowdDataError("--image-column goes with --images")
+    if Path(path).is_file() and _is_tagger(path):
+        from crowdlearn.cli.learn import _check_device
+        from crowdlearn.cli.learn_spans import predict_spans
+
+        if option != "--texts":
+            raise CrowdDataError(
+                f"{path} is a span tagger: give --texts FILE (one token a line, a blank line "
+                f"between sentences), not {option}"
+            )
+        _check_device(device)
+        extra = [
+            name
+            for name, value in (
+                ("--text-column", text_column), ("--id-column", id_column),
+                ("--probas", probas), ("--format", output_format),
+            )
+            if value
+        ]  # fmt: skip
+        predict_spans(path, model_info(path), source, output, overwrite, device, extra)
+        return
     fmt = _output_format(output, output_format)
     from crowdlearn.cli.learn import _check_device
 
@@ -169,6 +189,19 @@ def predict(
     with outputs:
         write_table(table, target.staged, fmt)
     click.echo(f"{meta['spec'] or meta['method']}: {len(table)} items of {source} -> {output}")
+
+
+def _is_tagger(path: str) -> bool:
+    """Whether the model file at ``path`` is a span tagger (from its metadata). A file
+    that is no model file is not: the classifier path checks the output first and then
+    refuses the file with its own message."""
+    from crowdlearn.data import CrowdDataError
+    from crowdlearn.learning.persistence import model_info
+
+    try:
+        return model_info(path).get("kind") == "spans"
+    except CrowdDataError:
+        return False
 
 
 def _model_path(model: str) -> str:
@@ -415,6 +448,10 @@ def describe_model(path: str, meta: dict[str, Any]) -> str:
         ("classes", f"{len(classes)}: {shown}"),
         ("input", items),
     ]
+    if meta.get("kind") == "spans":  # a tagger: tags, and tokens in
+        from crowdlearn.cli.learn_spans import describe_tagger
+
+        lines = [line for line in lines if line[0] != "input"] + describe_tagger(meta)
     training = meta.get("training")
     if training:
         lines.append(

@@ -57,7 +57,8 @@ def load_model(path: str | os.PathLike[str], device: str = "cpu") -> BaseLearner
     Returns
     -------
     BaseLearner
-        The fitted learner; ``meta_`` holds the file's metadata and
+        The fitted learner (a :class:`~crowdlearn.learning.spans.SpanLearner` for a
+        tagger trained on spans); ``meta_`` holds the file's metadata and
         ``training_summary_`` its training data's summary.
 
     Raises
@@ -67,6 +68,10 @@ def load_model(path: str | os.PathLike[str], device: str = "cpu") -> BaseLearner
         refused from its first bytes, never unpickled), a damaged one, or one saved
         with another model format (an older crowdlearn, or a newer one).
     """
+    if read_model_meta(path).get("kind") == "spans":  # a tagger (learning.spans)
+        from crowdlearn.learning.spans import load_tagger
+
+        return load_tagger(path, device=str(resolve_device(device)))  # type: ignore[return-value]
     return BaseLearner.load(path, device=str(resolve_device(device)))
 
 
