@@ -36,7 +36,14 @@ from crowdlearn.aggregation._base import (
     float_dtype,
     gold_codes,
 )
-from crowdlearn.aggregation._blocks import Block, BlockReader, block_design, block_posteriors
+from crowdlearn.aggregation import _kernels
+from crowdlearn.aggregation._blocks import (
+    Block,
+    BlockReader,
+    CodesDesign,
+    block_design,
+    block_posteriors,
+)
 from crowdlearn.aggregation._design import (
     clamp,
     log_confusion_table,
@@ -409,6 +416,11 @@ def confusion_statistics(
     instead of its task's posterior (see :class:`DawidSkene`). A task is never split
     between blocks, so the rule is the same per block, per chunk and per partition.
     """
+    if isinstance(design, CodesDesign):
+        fused = _fused_confusion_statistics(design, probas, lone_labels == "vote", gold)
+        if fused is not None:
+            return fused
+        design = design.to_sparse()
     if lone_labels == "em":
         counts = design.T @ probas
         totals = block.annotated.astype(probas.dtype) @ probas
@@ -426,6 +438,22 @@ def confusion_statistics(
     lone_classes = block.label[block.indptr[:-1][lone]]
     totals += np.bincount(lone_classes, minlength=probas.shape[1]).astype(probas.dtype)
     return counts, totals
+
+
+def _fused_confusion_statistics(
+    design: CodesDesign, probas: np.ndarray, lone_vote: bool, gold: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`confusion_statistics` by the fused kernel (None if it cannot run)."""
+    k = probas.shape[1]
+    n_columns = design.shape[1]
+    probas = np.ascontiguousarray(probas)
+    bounds = _kernels.task_ranges(
+        design.indptr, _kernels.n_ranges(n_columns * k + k, probas.itemsize)
+    )
+    gold_codes_ = _kernels.empty_gold(gold)
+    return _kernels.run(
+        "ds_m_step", design.indptr, design.columns, probas, gold_codes_, lone_vote, bounds, n_columns
+    )
 
 
 def sum_statistics(parts: Any) -> tuple[np.ndarray, ...]:
@@ -446,7 +474,27 @@ def posterior_block(
     hard: bool,
 ) -> tuple[np.ndarray, float]:
     """Dawid-Skene E-step of one block: the posteriors of its tasks and their
-    log-likelihood, from the (worker, label) x class table of log confusions."""
+    log-likelihood, from the (worker, label) x class table of log confusions.
+
+    A :class:`~crowdlearn.aggregation._blocks.CodesDesign` runs the fused kernel (one
+    pass, in parallel; :mod:`crowdlearn.aggregation._kernels`), a SciPy design the
+    NumPy steps below; both give the same result to rounding."""
+    if isinstance(design, CodesDesign):
+        dtype = np.result_type(design.dtype, table.dtype)
+        out = np.empty((design.shape[0], table.shape[1]), dtype=dtype)
+        log_likelihood = _kernels.run(
+            "ds_e_step",
+            design.indptr,
+            design.columns,
+            np.ascontiguousarray(table, dtype=dtype),
+            np.ascontiguousarray(log_prior, dtype=dtype),
+            _kernels.empty_gold(gold),
+            bool(hard),
+            out,
+        )
+        if log_likelihood is not None:
+            return out, float(log_likelihood)
+        design = design.to_sparse()
     log_scores = design @ table
     log_scores += log_prior
     gold_joint = _gold_log_joint(log_scores, gold)  # before normalise_log overwrites

@@ -1,0 +1,394 @@
+"""The numba-compiled kernels behind :mod:`crowdlearn.aggregation._kernels`.
+
+Imported only through :func:`crowdlearn.aggregation._kernels._kernels` (importing this
+module imports numba). Every kernel reads a block in CSR form: ``indptr`` (n_tasks + 1,)
+and, per annotation in task order, its codes. Each reproduces the arithmetic of the
+NumPy path named in its docstring, in the same order within a task.
+
+Parallel pattern: E-steps ``prange`` over tasks (a task's row is written by one
+thread); sums per worker or per (worker, label) ``prange`` over task ranges given by
+``bounds`` (see :func:`~crowdlearn.aggregation._kernels.task_ranges`), each into its
+own partial array, summed at the end.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+_OPTIONS = {"cache": True, "nogil": True, "fastmath": False, "error_model": "numpy"}
+
+
+# ------------------------------------------------------------------ Dawid-Skene
+
+
+@njit(parallel=True, **_OPTIONS)
+def ds_e_step(indptr, columns, table, log_prior, gold, hard, out):  # pragma: no cover
+    """Dawid-Skene E-step of a block into ``out`` (n_tasks, K); returns the
+    log-likelihood. ``columns``: ``worker * K + label`` per annotation; ``table``: the
+    (n_workers * K, K) log confusions; ``gold``: (n_tasks,) codes, -1 unknown, or an
+    empty array. NumPy path: :func:`~crowdlearn.aggregation.dawid_skene.posterior_block`.
+    """
+    n_tasks = len(indptr) - 1
+    k = table.shape[1]
+    has_gold = len(gold) > 0
+    total = 0.0
+    for t in prange(n_tasks):
+        row = out[t]
+        for c in range(k):
+            row[c] = 0.0
+        for a in range(indptr[t], indptr[t + 1]):
+            source = table[columns[a]]
+            for c in range(k):
+                row[c] += source[c]
+        for c in range(k):
+            row[c] += log_prior[c]
+        g = gold[t] if has_gold else -1
+        joint = row[g] if g >= 0 else 0.0
+        shift = row[0]
+        for c in range(1, k):
+            if row[c] > shift:
+                shift = row[c]
+        norm = row[0] * 0.0
+        for c in range(k):
+            row[c] = math.exp(row[c] - shift)
+            norm += row[c]
+        for c in range(k):
+            row[c] = row[c] / norm
+        log_norm = shift + math.log(norm)
+        if hard:
+            best = 0
+            for c in range(1, k):
+                if row[c] > row[best]:
+                    best = c
+            for c in range(k):
+                row[c] = 0.0
+            row[best] = 1.0
+        if g >= 0:
+            for c in range(k):
+                row[c] = 0.0
+            row[g] = 1.0
+            total += joint
+        else:
+            total += log_norm
+    return total
+
+
+@njit(**_OPTIONS)
+def ds_scores(indptr, columns, table):  # pragma: no cover
+    """``design @ table``: per task, the sum of the table rows of its annotations."""
+    n_tasks = len(indptr) - 1
+    k = table.shape[1]
+    out = np.zeros((n_tasks, k), dtype=table.dtype)
+    for t in range(n_tasks):
+        for a in range(indptr[t], indptr[t + 1]):
+            for c in range(k):
+                out[t, c] += table[columns[a], c]
+    return out
+
+
+@njit(parallel=True, **_OPTIONS)
+def ds_m_step(indptr, columns, probas, gold, lone_vote, bounds, n_columns):  # pragma: no cover
+    """Dawid-Skene M-step sums of a block: ``design.T @ probas`` (n_columns, K) over the
+    identified tasks and the class-prior counts (K,). With ``lone_vote``, a task with
+    one label and no gold adds one count to its label's class instead. NumPy path:
+    :func:`~crowdlearn.aggregation.dawid_skene.confusion_statistics`."""
+    k = probas.shape[1]
+    n_ranges = len(bounds) - 1
+    has_gold = len(gold) > 0
+    partial = np.zeros((n_ranges, n_columns, k), dtype=probas.dtype)
+    partial_totals = np.zeros((n_ranges, k), dtype=probas.dtype)
+    for r in prange(n_ranges):
+        counts = partial[r]
+        totals = partial_totals[r]
+        for t in range(bounds[r], bounds[r + 1]):
+            begin = indptr[t]
+            end = indptr[t + 1]
+            if end == begin:
+                continue
+            if lone_vote and end - begin == 1 and (not has_gold or gold[t] < 0):
+                totals[columns[begin] % k] += 1.0
+                continue
+            row = probas[t]
+            for c in range(k):
+                totals[c] += row[c]
+            for a in range(begin, end):
+                target = counts[columns[a]]
+                for c in range(k):
+                    target[c] += row[c]
+    result = partial[0]
+    result_totals = partial_totals[0]
+    for j in prange(n_columns):
+        for r in range(1, n_ranges):
+            for c in range(k):
+                result[j, c] += partial[r, j, c]
+    for r in range(1, n_ranges):
+        for c in range(k):
+            result_totals[c] += partial_totals[r, c]
+    return result.copy(), result_totals.copy()
+
+
+# ------------------------------------------------------------------ correctness models
+
+
+@njit(parallel=True, **_OPTIONS)
+def correctness_e_step(
+    indptr, worker, label, log_right, log_wrong, per_worker, log_prior, bounds, out
+):  # pragma: no cover
+    """E-step of the "right with probability c, else a wrong class" models (one-coin,
+    given per-worker ``log_right``/``log_wrong``; or per annotation with
+    ``per_worker=False``) into ``out``; returns the log-likelihood. NumPy path:
+    :func:`~crowdlearn.aggregation._correctness.correctness_scores` then
+    :func:`~crowdlearn.aggregation._design.normalise_log`."""
+    k = out.shape[1]
+    total = 0.0
+    for r in prange(len(bounds) - 1):
+        bonus = np.empty(k)
+        total += _correctness_range(
+            indptr, worker, label, log_right, log_wrong, per_worker, log_prior,
+            bounds[r], bounds[r + 1], bonus, out
+        )
+    return total
+
+
+@njit(**_OPTIONS)
+def _correctness_range(
+    indptr, worker, label, log_right, log_wrong, per_worker, log_prior, first, last, bonus, out
+):  # pragma: no cover
+    k = out.shape[1]
+    total = 0.0
+    for t in range(first, last):
+        row = out[t]
+        bonus[:] = 0.0
+        base = 0.0
+        for a in range(indptr[t], indptr[t + 1]):
+            i = worker[a] if per_worker else a
+            wrong = log_wrong[i]
+            base += wrong
+            bonus[label[a]] += log_right[i] - wrong
+        for c in range(k):
+            row[c] = (bonus[c] + base) + log_prior[c]
+        shift = row[0]
+        for c in range(1, k):
+            if row[c] > shift:
+                shift = row[c]
+        norm = row[0] * 0.0
+        for c in range(k):
+            row[c] = math.exp(row[c] - shift)
+            norm += row[c]
+        for c in range(k):
+            row[c] = row[c] / norm
+        total += shift + math.log(norm)
+    return total
+
+
+@njit(parallel=True, **_OPTIONS)
+def skill_sums(indptr, worker, label, probas, bounds, n_workers):  # pragma: no cover
+    """One-coin M-step sums of a block: per worker the posterior mass of its labels
+    and its number of annotations, per class the posterior mass of the annotated
+    tasks. NumPy path: :func:`~crowdlearn.aggregation.one_coin.skill_statistics`."""
+    k = probas.shape[1]
+    n_ranges = len(bounds) - 1
+    sums = np.zeros((n_ranges, n_workers))
+    counts = np.zeros((n_ranges, n_workers), dtype=np.int64)
+    class_totals = np.zeros((n_ranges, k), dtype=probas.dtype)
+    for r in prange(n_ranges):
+        for t in range(bounds[r], bounds[r + 1]):
+            begin = indptr[t]
+            end = indptr[t + 1]
+            if end == begin:
+                continue
+            for c in range(k):
+                class_totals[r, c] += probas[t, c]
+            for a in range(begin, end):
+                w = worker[a]
+                sums[r, w] += probas[t, label[a]]
+                counts[r, w] += 1
+    for r in range(1, n_ranges):
+        for w in range(n_workers):
+            sums[0, w] += sums[r, w]
+            counts[0, w] += counts[r, w]
+        for c in range(k):
+            class_totals[0, c] += class_totals[r, c]
+    return sums[0].copy(), counts[0].copy(), class_totals[0].copy()
+
+
+@njit(**_OPTIONS)
+def _log_sigmoid(x):  # pragma: no cover
+    """``min(x, 0) - log1p(exp(-|x|))`` (glad.log_sigmoid, one value)."""
+    return min(x, 0.0) - math.log1p(math.exp(-abs(x)))
+
+
+@njit(parallel=True, **_OPTIONS)
+def glad_e_step(
+    indptr, worker, label, alphas, log_betas, log_k_minus_1, log_prior, as_float32, bounds, out
+):  # pragma: no cover
+    """GLAD E-step of a block into ``out`` (n_tasks, K): per annotation ``x = alpha_j
+    beta_i``, log-probabilities of being right and of each wrong class (rounded to the
+    posteriors' precision with ``as_float32``, as the NumPy path casts them), then the
+    correctness E-step. Returns the log-likelihood (without the parameters' prior)."""
+    k = out.shape[1]
+    total = 0.0
+    for r in prange(len(bounds) - 1):
+        bonus = np.empty(k)
+        total += _glad_range(
+            indptr, worker, label, alphas, log_betas, log_k_minus_1, log_prior, as_float32,
+            bounds[r], bounds[r + 1], bonus, out
+        )
+    return total
+
+
+@njit(**_OPTIONS)
+def _glad_range(
+    indptr, worker, label, alphas, log_betas, log_k_minus_1, log_prior, as_float32, first,
+    last, bonus, out
+):  # pragma: no cover
+    k = out.shape[1]
+    total = 0.0
+    for t in range(first, last):
+        row = out[t]
+        bonus[:] = 0.0
+        base = 0.0
+        beta = math.exp(log_betas[t])
+        for a in range(indptr[t], indptr[t + 1]):
+            x = alphas[worker[a]] * beta
+            right = _log_sigmoid(x)
+            wrong = right - x - log_k_minus_1
+            if as_float32:
+                right = float(np.float32(right))
+                wrong = float(np.float32(wrong))
+            base += wrong
+            bonus[label[a]] += right - wrong
+        for c in range(k):
+            row[c] = (bonus[c] + base) + log_prior[c]
+        shift = row[0]
+        for c in range(1, k):
+            if row[c] > shift:
+                shift = row[c]
+        norm = row[0] * 0.0
+        for c in range(k):
+            row[c] = math.exp(row[c] - shift)
+            norm += row[c]
+        for c in range(k):
+            row[c] = row[c] / norm
+        total += shift + math.log(norm)
+    return total
+
+
+@njit(parallel=True, **_OPTIONS)
+def glad_alpha_sums(
+    indptr, worker, label, probas, alphas, log_betas, log_k_minus_1, derivatives, bounds
+):  # pragma: no cover
+    """Per worker, the sums over its annotations of GLAD's Q term and (with
+    ``derivatives``) its slope and curvature in ``alpha`` (glad._QTerms.by_alpha),
+    shape (3 or 1, n_workers)."""
+    n_workers = len(alphas)
+    n_ranges = len(bounds) - 1
+    n_out = 3 if derivatives else 1
+    partial = np.zeros((n_ranges, n_out, n_workers))
+    for r in prange(n_ranges):
+        for t in range(bounds[r], bounds[r + 1]):
+            beta = math.exp(log_betas[t])
+            for a in range(indptr[t], indptr[t + 1]):
+                w = worker[a]
+                right = float(probas[t, label[a]])
+                x = alphas[w] * beta
+                log_right = _log_sigmoid(x)
+                partial[r, 0, w] += log_right - (1.0 - right) * (x + log_k_minus_1)
+                if derivatives:
+                    sigma = math.exp(log_right)
+                    partial[r, 1, w] += (right - sigma) * beta
+                    partial[r, 2, w] += sigma * (1.0 - sigma) * beta**2
+    result = partial[0]
+    for r in range(1, n_ranges):
+        for i in range(n_out):
+            for w in range(n_workers):
+                result[i, w] += partial[r, i, w]
+    return result.copy()
+
+
+@njit(parallel=True, **_OPTIONS)
+def glad_beta_sums(
+    indptr, worker, label, probas, alphas, log_betas, log_k_minus_1, derivatives
+):  # pragma: no cover
+    """Per task, the sums over its annotations of GLAD's Q term and (with
+    ``derivatives``) its slope, curvature and expected curvature in ``b = log beta``
+    (glad._QTerms.by_log_beta), shape (4 or 1, n_tasks)."""
+    n_tasks = len(indptr) - 1
+    n_out = 4 if derivatives else 1
+    out = np.zeros((n_out, n_tasks))
+    for t in prange(n_tasks):
+        beta = math.exp(log_betas[t])
+        value = 0.0
+        slope_sum = 0.0
+        bend = 0.0
+        fisher_sum = 0.0
+        for a in range(indptr[t], indptr[t + 1]):
+            right = float(probas[t, label[a]])
+            x = alphas[worker[a]] * beta
+            log_right = _log_sigmoid(x)
+            value += log_right - (1.0 - right) * (x + log_k_minus_1)
+            if derivatives:
+                sigma = math.exp(log_right)
+                slope = (right - sigma) * x
+                fisher = sigma * (1.0 - sigma) * x**2
+                slope_sum += slope
+                bend += fisher - slope
+                fisher_sum += fisher
+        out[0, t] = value
+        if derivatives:
+            out[1, t] = slope_sum
+            out[2, t] = bend
+            out[3, t] = fisher_sum
+    return out
+
+
+# ------------------------------------------------------------------ votes
+
+
+@njit(parallel=True, **_OPTIONS)
+def is_sorted(values, n_ranges):  # pragma: no cover
+    """Whether ``values`` is non-decreasing (checked in parallel ranges)."""
+    n = len(values)
+    step = (n + n_ranges - 1) // n_ranges
+    bad = 0
+    for r in prange(n_ranges):
+        begin = max(r * step, 1)
+        end = min((r + 1) * step, n)
+        found = 0
+        for i in range(begin, end):
+            if values[i] < values[i - 1]:
+                found = 1
+                break
+        bad += found
+    return bad == 0
+
+
+@njit(parallel=True, **_OPTIONS)
+def weighted_votes(task, worker, label, weights, n_tasks, k, sorted_tasks, n_ranges):  # pragma: no cover
+    """(n_tasks, K) total weight of the votes per class (float64), one pass over the
+    annotations: parallel over ranges of whole tasks when ``task`` is sorted, else
+    one sequential pass. ``weights`` per worker, or empty for one vote each (then the
+    counts are still float64). NumPy path: weighted_vote.weighted_scores."""
+    out = np.zeros((n_tasks, k))
+    n = len(task)
+    unit = len(weights) == 0
+    if not sorted_tasks or n_ranges == 1 or n == 0:
+        for a in range(n):
+            out[task[a], label[a]] += 1.0 if unit else weights[worker[a]]
+        return out
+    step = (n + n_ranges - 1) // n_ranges
+    starts = np.empty(n_ranges + 1, dtype=np.int64)
+    for r in range(n_ranges + 1):
+        i = min(r * step, n)
+        # move each cut to the first annotation of a task: a task is one range's
+        while 0 < i < n and task[i] == task[i - 1]:
+            i += 1
+        starts[r] = i
+    starts[n_ranges] = n
+    for r in prange(n_ranges):
+        for a in range(starts[r], max(starts[r], starts[r + 1])):
+            out[task[a], label[a]] += 1.0 if unit else weights[worker[a]]
+    return out
