@@ -367,18 +367,20 @@ def is_sorted(values, n_ranges):  # pragma: no cover
 
 
 @njit(parallel=True, **_OPTIONS)
-def weighted_votes(task, worker, label, weights, n_tasks, k, sorted_tasks, n_ranges):  # pragma: no cover
-    """(n_tasks, K) total weight of the votes per class (float64), one pass over the
-    annotations: parallel over ranges of whole tasks when ``task`` is sorted, else
-    one sequential pass. ``weights`` per worker, or empty for one vote each (then the
-    counts are still float64). NumPy path: weighted_vote.weighted_scores."""
-    out = np.zeros((n_tasks, k))
+def add_votes(task, worker, label, weights, out, sorted_tasks, n_ranges):  # pragma: no cover
+    """Add each annotation's vote to ``out`` (n_tasks, K): its worker's weight, or one
+    when ``weights`` is empty. One pass over the annotations: parallel over ranges of
+    whole tasks when ``task`` is sorted, else sequential. Returns True. NumPy path:
+    weighted_vote.weighted_scores (a bincount over task x class cells)."""
     n = len(task)
     unit = len(weights) == 0
     if not sorted_tasks or n_ranges == 1 or n == 0:
         for a in range(n):
-            out[task[a], label[a]] += 1.0 if unit else weights[worker[a]]
-        return out
+            if unit:
+                out[task[a], label[a]] += 1
+            else:
+                out[task[a], label[a]] += weights[worker[a]]
+        return True
     step = (n + n_ranges - 1) // n_ranges
     starts = np.empty(n_ranges + 1, dtype=np.int64)
     for r in range(n_ranges + 1):
@@ -390,5 +392,8 @@ def weighted_votes(task, worker, label, weights, n_tasks, k, sorted_tasks, n_ran
     starts[n_ranges] = n
     for r in prange(n_ranges):
         for a in range(starts[r], max(starts[r], starts[r + 1])):
-            out[task[a], label[a]] += 1.0 if unit else weights[worker[a]]
-    return out
+            if unit:
+                out[task[a], label[a]] += 1
+            else:
+                out[task[a], label[a]] += weights[worker[a]]
+    return True

@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from crowdlearn.aggregation import _kernels
 from crowdlearn.aggregation._base import IterativeAggregator, TieBreak, float_dtype
 from crowdlearn.aggregation._blocks import BlockReader
 from crowdlearn.aggregation._correctness import (
@@ -158,11 +159,17 @@ class GLAD(IncrementalMixin, IterativeAggregator):
         if warm is not None:  # partial_fit: start from the previous parameters
             self.alphas_, self._log_betas, self.priors_ = warm
         self._blocks = None if self.chunk_size is None else BlockReader(data, self.chunk_size)
+        # Unchunked and large: the annotations as one CSR block for the fused kernels.
+        self._fused = None
+        if self.chunk_size is None and _kernels.active(data.n_annotations):
+            self._fused = next(iter(BlockReader(data, None)))
         self._e_step(data)  # posteriors under the initial parameters
 
     def _m_step(self, data: CrowdData) -> None:
         if self._blocks is not None:
             self._chunked_m_step(data)
+        elif self._fused is not None and self._fused_m_step():
+            pass
         else:
             self._whole_m_step(data)
         if self.class_prior == "learn":
@@ -192,6 +199,40 @@ class GLAD(IncrementalMixin, IterativeAggregator):
             )
             if max(alpha_step, beta_step) < 1e-6:
                 break
+
+    def _fused_m_step(self) -> bool:
+        """:meth:`_whole_m_step` with the per-worker and per-task sums of each Newton
+        step computed by the fused kernels (one pass over the annotations each, no
+        per-annotation temporary); False, with nothing changed, if they cannot run."""
+        block, probas = self._fused, self.probas_
+        k1 = float(self._log_k_minus_1)
+        bounds = _kernels.task_ranges(block.indptr, _kernels.n_ranges(3 * len(self.alphas_)))
+        codes = (block.indptr, block.worker, block.label, probas)
+
+        def alpha_sums(alphas: np.ndarray, derivatives: bool = True) -> list[np.ndarray]:
+            sums = _kernels.run(
+                "glad_alpha_sums", *codes, alphas, self._log_betas, k1, derivatives, bounds
+            )
+            if sums is None:
+                raise _NoKernel
+            return list(sums)
+
+        def beta_sums(log_betas: np.ndarray, derivatives: bool = True) -> list[np.ndarray]:
+            sums = _kernels.run("glad_beta_sums", *codes, self.alphas_, log_betas, k1, derivatives)
+            if sums is None:
+                raise _NoKernel
+            return list(sums)
+
+        try:
+            for _ in range(self.m_step_max_iter):
+                alpha_step = newton_step(self.alphas_, self.alpha_prior_mean, alpha_sums)
+                beta_step = newton_step(self._log_betas, self.log_beta_prior_mean, beta_sums)
+                if max(alpha_step, beta_step) < 1e-6:
+                    break
+        except _NoKernel:  # only ever on the first call, before any parameter moved
+            self._fused = None
+            return False
+        return True
 
     def _chunked_m_step(self, data: CrowdData) -> None:
         """The M-step block by block: per-worker sums accumulated over the blocks for
@@ -245,6 +286,10 @@ class GLAD(IncrementalMixin, IterativeAggregator):
     def _e_step(self, data: CrowdData) -> float:
         if self._blocks is not None:
             return self._chunked_e_step(data)
+        if self._fused is not None:
+            log_likelihood = self._fused_e_step(data)
+            if log_likelihood is not None:
+                return log_likelihood + self._log_parameter_prior()
         x = self.alphas_[data.worker] * np.exp(self._log_betas[data.task])
         log_correct = log_sigmoid(x)
         log_wrong = (log_correct - x - self._log_k_minus_1).astype(self._dtype)
@@ -252,6 +297,29 @@ class GLAD(IncrementalMixin, IterativeAggregator):
         log_scores = correctness_log_scores(data, log_correct, log_wrong, np.log(self.priors_))
         self.probas_, log_norm = normalise_log(log_scores)
         return float(log_norm.sum()) + self._log_parameter_prior()
+
+    def _fused_e_step(self, data: CrowdData) -> float | None:
+        """The E-step by the fused kernel (None if it cannot run)."""
+        block = self._fused
+        out = np.empty((data.n_tasks, data.n_classes), dtype=self._dtype)
+        log_likelihood = _kernels.run(
+            "glad_e_step",
+            block.indptr,
+            block.worker,
+            block.label,
+            self.alphas_,
+            self._log_betas,
+            float(self._log_k_minus_1),
+            np.log(self.priors_),
+            self._dtype == np.float32,
+            _kernels.e_ranges(block.indptr),
+            out,
+        )
+        if log_likelihood is None:
+            self._fused = None
+            return None
+        self.probas_ = out
+        return float(log_likelihood)
 
     def _chunked_e_step(self, data: CrowdData) -> float:
         """The E-step block by block, into one (n_tasks, K) posterior array."""
@@ -311,6 +379,10 @@ class GLAD(IncrementalMixin, IterativeAggregator):
         """Task inverse difficulties ``exp(b_i)`` (keyed by task id after a fit on a
         DataFrame)."""
         return self._derived("betas_", np.exp(self._log_betas), "task")
+
+
+class _NoKernel(Exception):
+    """The fused kernels cannot run: the M-step falls back to NumPy."""
 
 
 def log_sigmoid(x: np.ndarray) -> np.ndarray:

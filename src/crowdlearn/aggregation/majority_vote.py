@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from crowdlearn.aggregation import _kernels
 from crowdlearn.aggregation._base import BaseAggregator, TieBreak, break_ties
 from crowdlearn.aggregation._blocks import chunked_vote_counts
 from crowdlearn.aggregation._incremental import VoteCountMixin
+from crowdlearn.aggregation.weighted_vote import fused_votes
 from crowdlearn.data import CrowdData
 
 
@@ -30,6 +32,12 @@ def _frequencies(counts: np.ndarray, n_classes: int) -> np.ndarray:
 
 def _counts(data: CrowdData, chunk_size: int | None) -> np.ndarray:
     if chunk_size is None:
+        # The cached sparse counts when the data has them, else (large data) one
+        # fused pass (crowdlearn.aggregation._kernels), else the sparse counts.
+        if "vote_counts" not in data.__dict__ and _kernels.active(data.n_annotations):
+            counts = fused_votes(data)
+            if counts is not None:
+                return counts
         return data.vote_counts.toarray()
     return chunked_vote_counts(data, chunk_size)
 

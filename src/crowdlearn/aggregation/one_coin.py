@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from crowdlearn.aggregation import _kernels
 from crowdlearn.aggregation._base import IterativeAggregator, TieBreak, float_dtype
 from crowdlearn.aggregation._blocks import Block, BlockReader, block_posteriors
 from crowdlearn.aggregation._correctness import correctness_scores
@@ -211,7 +212,16 @@ def skill_statistics(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One-coin M-step sums of one block: per worker, the posterior mass of the given
     labels and the number of annotations; per class, the posterior mass of the
-    annotated tasks. Summed over blocks."""
+    annotated tasks. Summed over blocks. Large blocks run the fused kernel
+    (:mod:`crowdlearn.aggregation._kernels`; same sums to rounding)."""
+    if _kernels.active(len(block.worker)):
+        probas = np.ascontiguousarray(probas)
+        bounds = _kernels.task_ranges(block.indptr, _kernels.n_ranges(2 * n_workers + 1))
+        fused = _kernels.run(
+            "skill_sums", block.indptr, block.worker, block.label, probas, bounds, n_workers
+        )
+        if fused is not None:
+            return fused
     right = probas[block.task, block.label]
     sums = np.bincount(block.worker, weights=right, minlength=n_workers)
     totals = np.bincount(block.worker, minlength=n_workers)
@@ -222,8 +232,27 @@ def skill_statistics(
 def one_coin_posterior_block(
     block: Block, skills: np.ndarray, priors: np.ndarray
 ) -> tuple[np.ndarray, float]:
-    """One-coin E-step of one block: posteriors of its tasks and their log-likelihood."""
+    """One-coin E-step of one block: posteriors of its tasks and their log-likelihood
+    (the fused kernel on large blocks, see :func:`skill_statistics`)."""
     k = len(priors)
+    if _kernels.active(len(block.worker)):
+        log_right = np.log(skills)
+        log_wrong = np.log((1 - skills) / max(k - 1, 1))
+        out = np.empty((block.n_tasks, k), dtype=log_right.dtype)
+        log_likelihood = _kernels.run(
+            "correctness_e_step",
+            block.indptr,
+            block.worker,
+            block.label,
+            log_right,
+            log_wrong,
+            True,
+            np.log(priors),
+            _kernels.e_ranges(block.indptr),
+            out,
+        )
+        if log_likelihood is not None:
+            return out, float(log_likelihood)
     skill = skills[block.worker]
     log_wrong = np.log((1 - skill) / max(k - 1, 1))
     log_scores = correctness_scores(

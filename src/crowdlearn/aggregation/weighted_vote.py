@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from crowdlearn.aggregation import _kernels
 from crowdlearn.aggregation._base import BaseAggregator, TieBreak
 from crowdlearn.data import CrowdData, CrowdDataError
 from crowdlearn.data.errors import show
@@ -38,6 +39,10 @@ def weighted_scores(data: CrowdData, weights: np.ndarray) -> np.ndarray:
 
     ``weights`` holds one weight per worker code; tasks without annotations score 0.
     """
+    if _kernels.active(data.n_annotations):
+        fused = fused_votes(data, np.asarray(weights, dtype=np.float64))
+        if fused is not None:
+            return fused
     k = data.n_classes
     cells = data.task.astype(np.int64) * k + data.label
     totals = np.bincount(
@@ -46,6 +51,27 @@ def weighted_scores(data: CrowdData, weights: np.ndarray) -> np.ndarray:
         minlength=data.n_tasks * k,
     )
     return totals.reshape(data.n_tasks, k)
+
+
+def fused_votes(data: CrowdData, weights: np.ndarray | None = None) -> np.ndarray | None:
+    """(n_tasks, K) votes per class by the fused kernel, one pass over the annotations:
+    the total weight (float64) with per-worker ``weights``, else the counts (int64).
+    Parallel over ranges of whole tasks when the annotations are sorted by task (what
+    the readers of large files and the generators produce), else one sequential pass.
+    None if the kernels cannot run (see :mod:`crowdlearn.aggregation._kernels`)."""
+    threads = _kernels.n_ranges(0)
+    ranges = 4 * threads
+    sorted_tasks = _kernels.run("is_sorted", data.task, ranges)
+    if sorted_tasks is None:
+        return None
+    dtype = np.int64 if weights is None else np.float64
+    out = np.zeros((data.n_tasks, data.n_classes), dtype=dtype)
+    if weights is None:
+        weights = np.empty(0, dtype=np.int64)
+    done = _kernels.run(
+        "add_votes", data.task, data.worker, data.label, weights, out, sorted_tasks, ranges
+    )
+    return None if done is None else out
 
 
 def vote_shares(scores: np.ndarray) -> np.ndarray:
