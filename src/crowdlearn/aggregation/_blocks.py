@@ -196,7 +196,7 @@ class CodesDesign:
         return scores
 
     @property
-    def T(self) -> _TransposedDesign:  # noqa: N802 - the SciPy name
+    def T(self) -> _TransposedDesign:
         """The transposed design (only ``@`` a posterior table)."""
         return _TransposedDesign(self)
 
@@ -213,7 +213,14 @@ class _TransposedDesign:
         )
         none = np.empty(0, dtype=np.int64)
         result = _kernels.run(
-            "ds_m_step", design.indptr, design.columns, probas, none, False, bounds, design.shape[1]
+            "ds_m_step",
+            design.indptr,
+            design.columns,
+            probas,
+            none,
+            False,
+            bounds,
+            design.shape[1],
         )
         if result is None:
             return np.asarray(design.to_sparse().T @ probas)

@@ -80,7 +80,7 @@ def _kernels() -> Any:
     if _STATE["kernels"] is None and not _STATE["failed"]:
         try:
             from crowdlearn.aggregation import _numba_kernels
-        except Exception as error:  # noqa: BLE001 - any import failure means no numba
+        except Exception as error:
             _note(f"numba could not be imported: {type(error).__name__}: {error}")
             return None
         _STATE["kernels"] = _numba_kernels
@@ -104,7 +104,7 @@ def run(name: str, *args: Any) -> Any:
 def _is_compile_error(error: Exception) -> bool:
     try:
         from numba.core.errors import NumbaError
-    except Exception:  # noqa: BLE001
+    except Exception:
         return False
     return isinstance(error, NumbaError)
 
@@ -124,7 +124,7 @@ def n_ranges(partial_size: int, itemsize: int = 8) -> int:
         import numba
 
         threads = int(numba.get_num_threads())
-    except Exception:  # noqa: BLE001
+    except Exception:
         threads = 1
     fit = max(1, PARTIAL_BYTES // max(partial_size * itemsize, 1))
     return int(max(1, min(threads, fit)))

@@ -147,8 +147,17 @@ def correctness_e_step(
     for r in prange(len(bounds) - 1):
         bonus = np.empty(k)
         total += _correctness_range(
-            indptr, worker, label, log_right, log_wrong, per_worker, log_prior,
-            bounds[r], bounds[r + 1], bonus, out
+            indptr,
+            worker,
+            label,
+            log_right,
+            log_wrong,
+            per_worker,
+            log_prior,
+            bounds[r],
+            bounds[r + 1],
+            bonus,
+            out,
         )
     return total
 
@@ -234,16 +243,36 @@ def glad_e_step(
     for r in prange(len(bounds) - 1):
         bonus = np.empty(k)
         total += _glad_range(
-            indptr, worker, label, alphas, log_betas, log_k_minus_1, log_prior, as_float32,
-            bounds[r], bounds[r + 1], bonus, out
+            indptr,
+            worker,
+            label,
+            alphas,
+            log_betas,
+            log_k_minus_1,
+            log_prior,
+            as_float32,
+            bounds[r],
+            bounds[r + 1],
+            bonus,
+            out,
         )
     return total
 
 
 @njit(**_OPTIONS)
 def _glad_range(
-    indptr, worker, label, alphas, log_betas, log_k_minus_1, log_prior, as_float32, first,
-    last, bonus, out
+    indptr,
+    worker,
+    label,
+    alphas,
+    log_betas,
+    log_k_minus_1,
+    log_prior,
+    as_float32,
+    first,
+    last,
+    bonus,
+    out,
 ):  # pragma: no cover
     k = out.shape[1]
     total = 0.0

@@ -30,13 +30,13 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 
+from crowdlearn.aggregation import _kernels
 from crowdlearn.aggregation._base import (
     IterativeAggregator,
     TieBreak,
     float_dtype,
     gold_codes,
 )
-from crowdlearn.aggregation import _kernels
 from crowdlearn.aggregation._blocks import (
     Block,
     BlockReader,
@@ -452,7 +452,14 @@ def _fused_confusion_statistics(
     )
     gold_codes_ = _kernels.empty_gold(gold)
     return _kernels.run(
-        "ds_m_step", design.indptr, design.columns, probas, gold_codes_, lone_vote, bounds, n_columns
+        "ds_m_step",
+        design.indptr,
+        design.columns,
+        probas,
+        gold_codes_,
+        lone_vote,
+        bounds,
+        n_columns,
     )
 
 
