@@ -60,6 +60,7 @@ MODULES = (
     "learning.raw_text",
     "self_crowd.benchmark",
     "speed.aggregation",
+    "speed.floor",
     "speed.frames",
     "speed.incremental",
     "speed.read_parquet",

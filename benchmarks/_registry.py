@@ -198,7 +198,15 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "speed-and-scale": (
         "Speed and scale",
-        ("read-parquet", "aggregation-speed", "scale", "startup", "incremental", "frame-fit"),
+        (
+            "read-parquet",
+            "aggregation-speed",
+            "em-floor",
+            "scale",
+            "startup",
+            "incremental",
+            "frame-fit",
+        ),
     ),
     "learning": (
         "Learning from crowds",

@@ -497,6 +497,7 @@ def posterior_block(
             np.ascontiguousarray(log_prior, dtype=dtype),
             _kernels.empty_gold(gold),
             bool(hard),
+            _kernels.e_ranges(design.indptr),
             out,
         )
         if log_likelihood is not None:
