@@ -237,8 +237,8 @@ def ds_m_step(indptr, columns, probas, gold, lone_vote, bounds, n_columns):  # p
                     target[c] += row[c]
     result = partial[0]
     result_totals = partial_totals[0]
-    for j in prange(n_columns):
-        for r in range(1, n_ranges):
+    for r in range(1, n_ranges):  # the reduce: sequential (small; one parallel region a step)
+        for j in range(n_columns):
             for c in range(k):
                 result[j, c] += partial[r, j, c]
     for r in range(1, n_ranges):
