@@ -30,6 +30,7 @@ of cores; ``numba.set_num_threads`` at run time).
 
 from __future__ import annotations
 
+import importlib
 import os
 import warnings
 from typing import Any
@@ -79,7 +80,7 @@ def _kernels() -> Any:
     """The module of compiled kernels (imports numba on first use), or None."""
     if _STATE["kernels"] is None and not _STATE["failed"]:
         try:
-            from crowdlearn.aggregation import _numba_kernels
+            _numba_kernels = importlib.import_module("crowdlearn.aggregation._numba_kernels")
         except Exception as error:
             _note(f"numba could not be imported: {type(error).__name__}: {error}")
             return None

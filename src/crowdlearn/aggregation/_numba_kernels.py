@@ -34,7 +34,7 @@ _RESCALE = 1e250
 
 
 @njit(**_OPTIONS)
-def _exp_inplace(values, bits, bits2):  # pragma: no cover
+def _exp_inplace(values, bits, bits2):
     """``values[:] = exp(values)`` for ``values <= 0``, in loops the compiler
     vectorises (a scalar ``math.exp`` call per value is 3-10x slower than NumPy's SIMD
     exp and was most of an E-step's time). ``exp(x) = 2^n exp(r)``, ``n`` the nearest
@@ -78,7 +78,7 @@ def _exp_inplace(values, bits, bits2):  # pragma: no cover
 
 
 @njit(**_OPTIONS)
-def _softmax_rows(tile, m, bits, bits2, shifts, norms):  # pragma: no cover
+def _softmax_rows(tile, m, bits, bits2, shifts, norms):
     """Rows ``0..m-1`` of ``tile`` (log-scores) replaced by their softmax; ``shifts``
     and ``norms`` get each row's maximum and sum of ``exp(score - maximum)`` (the log
     normaliser is ``shift + log(norm)``). NumPy path: _design.normalise_log."""
@@ -103,7 +103,7 @@ def _softmax_rows(tile, m, bits, bits2, shifts, norms):  # pragma: no cover
 
 
 @njit(**_OPTIONS)
-def _write_rows(tile, m, first, gold, has_gold, hard, joints, shifts, norms, out):  # pragma: no cover
+def _write_rows(tile, m, first, gold, has_gold, hard, joints, shifts, norms, out):
     """Rows of a softmaxed tile into ``out`` from row ``first`` (one-hot for gold
     tasks, or all of them with ``hard``); returns their log-likelihood: the log
     normaliser of the tasks without gold, ``joints`` for the others. The logarithms
@@ -141,7 +141,7 @@ def _write_rows(tile, m, first, gold, has_gold, hard, joints, shifts, norms, out
 
 
 @njit(**_OPTIONS)
-def _tile_buffers(k):  # pragma: no cover
+def _tile_buffers(k):
     rows = max(1, TILE_CELLS // k)
     tile = np.empty((rows, k))
     bits = np.empty(rows * k, dtype=np.int64)
@@ -153,7 +153,7 @@ def _tile_buffers(k):  # pragma: no cover
 
 
 @njit(parallel=True, **_OPTIONS)
-def ds_e_step(indptr, columns, table, log_prior, gold, hard, bounds, out):  # pragma: no cover
+def ds_e_step(indptr, columns, table, log_prior, gold, hard, bounds, out):
     """Dawid-Skene E-step of a block into ``out`` (n_tasks, K); returns the
     log-likelihood. ``columns``: ``worker * K + label`` per annotation; ``table``: the
     (n_workers * K, K) log confusions; ``gold``: (n_tasks,) codes, -1 unknown, or an
@@ -168,7 +168,7 @@ def ds_e_step(indptr, columns, table, log_prior, gold, hard, bounds, out):  # pr
 
 
 @njit(**_OPTIONS)
-def _ds_e_range(indptr, columns, table, log_prior, gold, hard, first, last, out):  # pragma: no cover
+def _ds_e_range(indptr, columns, table, log_prior, gold, hard, first, last, out):
     k = table.shape[1]
     has_gold = len(gold) > 0
     rows, tile, bits, bits2, shifts, norms, joints = _tile_buffers(k)
@@ -194,7 +194,7 @@ def _ds_e_range(indptr, columns, table, log_prior, gold, hard, first, last, out)
 
 
 @njit(**_OPTIONS)
-def ds_scores(indptr, columns, table):  # pragma: no cover
+def ds_scores(indptr, columns, table):
     """``design @ table``: per task, the sum of the table rows of its annotations."""
     n_tasks = len(indptr) - 1
     k = table.shape[1]
@@ -207,7 +207,7 @@ def ds_scores(indptr, columns, table):  # pragma: no cover
 
 
 @njit(parallel=True, **_OPTIONS)
-def ds_m_step(indptr, columns, probas, gold, lone_vote, bounds, n_columns):  # pragma: no cover
+def ds_m_step(indptr, columns, probas, gold, lone_vote, bounds, n_columns):
     """Dawid-Skene M-step sums of a block: ``design.T @ probas`` (n_columns, K) over the
     identified tasks and the class-prior counts (K,). With ``lone_vote``, a task with
     one label and no gold adds one count to its label's class instead. NumPy path:
@@ -253,7 +253,7 @@ def ds_m_step(indptr, columns, probas, gold, lone_vote, bounds, n_columns):  # p
 @njit(parallel=True, **_OPTIONS)
 def correctness_e_step(
     indptr, worker, label, log_right, log_wrong, per_worker, log_prior, bounds, out
-):  # pragma: no cover
+):
     """E-step of the "right with probability c, else a wrong class" models (one-coin,
     given per-worker ``log_right``/``log_wrong``; or per annotation with
     ``per_worker=False``) into ``out``; returns the log-likelihood. NumPy path:
@@ -279,7 +279,7 @@ def correctness_e_step(
 @njit(**_OPTIONS)
 def _correctness_range(
     indptr, worker, label, log_right, log_wrong, per_worker, log_prior, first, last, out
-):  # pragma: no cover
+):
     k = out.shape[1]
     rows, tile, bits, bits2, shifts, norms, joints = _tile_buffers(k)
     none = np.empty(0, dtype=np.int64)
@@ -305,7 +305,7 @@ def _correctness_range(
 
 
 @njit(parallel=True, **_OPTIONS)
-def skill_sums(indptr, worker, label, probas, bounds, n_workers):  # pragma: no cover
+def skill_sums(indptr, worker, label, probas, bounds, n_workers):
     """One-coin M-step sums of a block: per worker the posterior mass of its labels
     and its number of annotations, per class the posterior mass of the annotated
     tasks. NumPy path: :func:`~crowdlearn.aggregation.one_coin.skill_statistics`."""
@@ -336,7 +336,7 @@ def skill_sums(indptr, worker, label, probas, bounds, n_workers):  # pragma: no 
 
 
 @njit(**_OPTIONS)
-def _log_sigmoid(x):  # pragma: no cover
+def _log_sigmoid(x):
     """``min(x, 0) - log1p(exp(-|x|))`` (glad.log_sigmoid, one value)."""
     return min(x, 0.0) - math.log1p(math.exp(-abs(x)))
 
@@ -344,7 +344,7 @@ def _log_sigmoid(x):  # pragma: no cover
 @njit(parallel=True, **_OPTIONS)
 def glad_e_step(
     indptr, worker, label, alphas, log_betas, log_k_minus_1, log_prior, as_float32, bounds, out
-):  # pragma: no cover
+):
     """GLAD E-step of a block into ``out`` (n_tasks, K): per annotation ``x = alpha_j
     beta_i``, log-probabilities of being right and of each wrong class (rounded to the
     posteriors' precision with ``as_float32``, as the NumPy path casts them), then the
@@ -369,8 +369,18 @@ def glad_e_step(
 
 @njit(**_OPTIONS)
 def _glad_range(
-    indptr, worker, label, alphas, log_betas, log_k_minus_1, log_prior, as_float32, first, last, out
-):  # pragma: no cover
+    indptr,
+    worker,
+    label,
+    alphas,
+    log_betas,
+    log_k_minus_1,
+    log_prior,
+    as_float32,
+    first,
+    last,
+    out,
+):
     k = out.shape[1]
     rows, tile, bits, bits2, shifts, norms, joints = _tile_buffers(k)
     none = np.empty(0, dtype=np.int64)
@@ -403,7 +413,7 @@ def _glad_range(
 @njit(parallel=True, **_OPTIONS)
 def glad_alpha_sums(
     indptr, worker, label, probas, alphas, log_betas, log_k_minus_1, derivatives, bounds
-):  # pragma: no cover
+):
     """Per worker, the sums over its annotations of GLAD's Q term and (with
     ``derivatives``) its slope and curvature in ``alpha`` (glad._QTerms.by_alpha),
     shape (3 or 1, n_workers)."""
@@ -433,9 +443,7 @@ def glad_alpha_sums(
 
 
 @njit(parallel=True, **_OPTIONS)
-def glad_beta_sums(
-    indptr, worker, label, probas, alphas, log_betas, log_k_minus_1, derivatives
-):  # pragma: no cover
+def glad_beta_sums(indptr, worker, label, probas, alphas, log_betas, log_k_minus_1, derivatives):
     """Per task, the sums over its annotations of GLAD's Q term and (with
     ``derivatives``) its slope, curvature and expected curvature in ``b = log beta``
     (glad._QTerms.by_log_beta), shape (4 or 1, n_tasks)."""
@@ -472,7 +480,7 @@ def glad_beta_sums(
 
 
 @njit(parallel=True, **_OPTIONS)
-def is_sorted(values, n_ranges):  # pragma: no cover
+def is_sorted(values, n_ranges):
     """Whether ``values`` is non-decreasing (checked in parallel ranges)."""
     n = len(values)
     step = (n + n_ranges - 1) // n_ranges
@@ -490,7 +498,7 @@ def is_sorted(values, n_ranges):  # pragma: no cover
 
 
 @njit(parallel=True, **_OPTIONS)
-def add_votes(task, worker, label, weights, out, sorted_tasks, n_ranges):  # pragma: no cover
+def add_votes(task, worker, label, weights, out, sorted_tasks, n_ranges):
     """Add each annotation's vote to ``out`` (n_tasks, K): its worker's weight, or one
     when ``weights`` is empty. One pass over the annotations: parallel over ranges of
     whole tasks when ``task`` is sorted, else sequential. Returns True. NumPy path:
