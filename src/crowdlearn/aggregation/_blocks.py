@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from crowdlearn.aggregation import _kernels
+import crowdlearn.aggregation._kernels as _kernels
 from crowdlearn.data import CrowdData
 
 

@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 
-from crowdlearn.aggregation import _kernels
+import crowdlearn.aggregation._kernels as _kernels
 from crowdlearn.aggregation._base import (
     IterativeAggregator,
     TieBreak,

@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from crowdlearn.aggregation import _kernels
+import crowdlearn.aggregation._kernels as _kernels
 from crowdlearn.aggregation._base import IterativeAggregator, TieBreak, float_dtype
 from crowdlearn.aggregation._blocks import BlockReader
 from crowdlearn.aggregation._correctness import (

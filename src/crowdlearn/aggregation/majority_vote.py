@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crowdlearn.aggregation import _kernels
+import crowdlearn.aggregation._kernels as _kernels
 from crowdlearn.aggregation._base import BaseAggregator, TieBreak, break_ties
 from crowdlearn.aggregation._blocks import chunked_vote_counts
 from crowdlearn.aggregation._incremental import VoteCountMixin

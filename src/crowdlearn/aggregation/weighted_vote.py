@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from crowdlearn.aggregation import _kernels
+import crowdlearn.aggregation._kernels as _kernels
 from crowdlearn.aggregation._base import BaseAggregator, TieBreak
 from crowdlearn.data import CrowdData, CrowdDataError
 from crowdlearn.data.errors import show
