@@ -80,7 +80,7 @@ METHODS: dict[str, Callable[[int], Any]] = {
 }
 GOALS = {"ds": 2.0, "onecoin-ds": 2.0, "mv": 2.0, "glad": 3.0}
 #: Kernels whose calls are GLAD's passes over the annotations.
-GLAD_PASSES = ("glad_e_step", "glad_alpha_sums", "glad_beta_sums")
+GLAD_PASSES = ("glad_e_range", "glad_alpha_range", "glad_beta_range")
 
 
 def simulate(n_annotations: int, k: int, seed: int) -> CrowdData:
@@ -130,22 +130,23 @@ def floor_bytes(method: str, n: int, n_tasks: int, k: int, passes: float) -> flo
 
 
 class _CallCounter:
-    """Counts the kernels called through :func:`_kernels.run` while active."""
+    """Counts the steps run through :func:`_kernels.run_ranges` while active (one call
+    is one pass over a block's annotations)."""
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
-        self._run = _kernels.run
+        self._run = _kernels.run_ranges
 
     def __enter__(self) -> _CallCounter:
         def counted(name: str, *args: Any) -> Any:
             self.calls[name] += 1
             return self._run(name, *args)
 
-        _kernels.run = counted
+        _kernels.run_ranges = counted
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _kernels.run = self._run
+        _kernels.run_ranges = self._run
 
 
 def fit_time(method: str, data: CrowdData, max_iter: int, repeats: int) -> tuple[float, int]:
@@ -174,11 +175,7 @@ def marginal(method: str, data: CrowdData, extra: int, repeats: int) -> tuple[fl
 
 def threads() -> int:
     """numba's thread count (1 without numba)."""
-    if not _kernels.available():
-        return 1
-    import numba
-
-    return int(numba.get_num_threads())
+    return _kernels.n_threads() if _kernels.available() else 1
 
 
 @register(NAME, "time per EM iteration against the memory-bandwidth floor (5M K=10, 100M K=2)")

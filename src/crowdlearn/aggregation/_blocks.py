@@ -208,19 +208,8 @@ class _TransposedDesign:
     def __matmul__(self, probas: np.ndarray) -> np.ndarray:
         design = self.design
         probas = np.ascontiguousarray(probas)
-        bounds = _kernels.task_ranges(
-            design.indptr, _kernels.n_ranges(design.shape[1] * probas.shape[1], probas.itemsize)
-        )
-        none = np.empty(0, dtype=np.int64)
-        result = _kernels.run(
-            "ds_m_step",
-            design.indptr,
-            design.columns,
-            probas,
-            none,
-            False,
-            bounds,
-            design.shape[1],
+        result = _kernels.ds_m_step(
+            design.indptr, design.columns, probas, None, False, design.shape[1]
         )
         if result is None:
             return np.asarray(design.to_sparse().T @ probas)

@@ -4,35 +4,45 @@ The per-block EM steps of Dawid-Skene, one-coin Dawid-Skene, GLAD and the vote c
 are, in NumPy, a chain of passes (a sparse product, ``np.bincount`` over cells, a
 softmax) each with temporaries of the annotations' size. The kernels here do each step
 in one pass over a block held in CSR form (``indptr`` per task, then the annotations'
-codes), parallel over the cores:
+codes), on several cores:
 
-* **E-steps** are ``prange`` loops over tasks: each task's row of log-scores is summed
-  from its own annotations, normalised and written by the one thread that owns it (no
-  write race, no temporary).
-* **M-steps** split the tasks into a few ranges of equal annotation counts; each range
-  adds into its own partial statistics (``prange`` over the ranges), which are then
-  summed (the reduce).
+* a step is cut into ranges of tasks with about equal annotation counts; each range
+  is one call of a compiled sequential kernel (``nogil``) on a pool of threads.
+* **E-steps**: a range writes the posterior rows of its own tasks (no write race), in
+  cache-sized tiles (the scores of a few hundred tasks are summed, exponentiated by a
+  vectorised ``exp`` and normalised while they sit in cache: no temporary of the
+  annotations' or the tasks' size).
+* **M-steps**: each range adds into its own partial statistics (per worker or per
+  (worker, label)), which are then summed (the reduce).
 
 Each kernel computes the same arithmetic, in the same order per task, as the NumPy
-path it replaces, so the results agree to rounding (the M-step's partial sums change
-only the order of a sum; tests/aggregation/test_kernels.py checks 1e-10).
+path it replaces, so the results agree to rounding (the partial sums change only the
+order of a sum; tests/aggregation/test_kernels.py checks 1e-10).
+
+**Why a thread pool rather than numba's ``prange``**: the same kernels, but numba's
+parallel regions (OpenMP's spinning barriers) lost 3-7x on a machine whose cores are
+shared with other processes, while threads that sleep on a queue cost nothing there;
+and a pool may be called from several threads at once (the Dask engine's), which
+numba's ``workqueue`` layer refuses. It also compiles several times faster.
 
 **When they run.** :func:`active` says whether a block of ``n`` annotations uses the
 kernels: numba importable, not disabled by the environment variable
 ``CROWDLEARN_NO_NUMBA=1``, and ``n >= MIN_ANNOTATIONS`` (below that, NumPy's
-vectorised passes take well under a millisecond and a first call would pay the
-compilation where the kernels are not yet cached). Compiled kernels are cached on disk
+vectorised passes take a few milliseconds, and the first use in a process pays about
+a second to load numba and the cached kernels). Compiled kernels are cached on disk
 (``cache=True``: compilation is paid once per machine). If numba cannot be imported,
 or a kernel fails to compile, the NumPy path is used, with a one-time
-:class:`RuntimeWarning`. Threads: numba's (``NUMBA_NUM_THREADS``, default the number
-of cores; ``numba.set_num_threads`` at run time).
+:class:`RuntimeWarning`. Threads: :func:`n_threads`, numba's setting
+(``NUMBA_NUM_THREADS``, default the number of cores; ``numba.set_num_threads``).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -44,6 +54,7 @@ MIN_ANNOTATIONS = 100_000
 PARTIAL_BYTES = 256 << 20
 
 _STATE: dict[str, Any] = {"kernels": None, "failed": False, "noted": False}
+_LOCK = threading.Lock()
 
 
 def disabled_by_environment() -> bool:
@@ -89,12 +100,38 @@ def _kernels() -> Any:
 
 
 def run(name: str, *args: Any) -> Any:
-    """Call kernel ``name``; None (after the one-time note) if it cannot compile."""
+    """Call kernel ``name`` once; None (after the one-time note) if it cannot compile."""
     module = _kernels()
     if module is None:
         return None
     try:
         return getattr(module, name)(*args)
+    except Exception as error:
+        if _is_compile_error(error):
+            _note(f"{name} failed to compile: {type(error).__name__}: {error}")
+            return None
+        raise
+
+
+def run_ranges(name: str, bounds: np.ndarray, args: tuple, per_range: list | None = None) -> Any:
+    """Call kernel ``name(*args, first, last, *per_range[r])`` for each range ``r`` of
+    ``bounds`` on the thread pool (a single range in the calling thread); the list of
+    results, or None (after the one-time note) if the kernel cannot compile."""
+    module = _kernels()
+    if module is None:
+        return None
+    kernel = getattr(module, name)
+    n = len(bounds) - 1
+
+    def call(r: int) -> Any:
+        extra = () if per_range is None else per_range[r]
+        return kernel(*args, int(bounds[r]), int(bounds[r + 1]), *extra)
+
+    try:
+        if n == 1:
+            return [call(0)]
+        futures = [_pool().submit(call, r) for r in range(n)]
+        return [future.result() for future in futures]
     except Exception as error:
         if _is_compile_error(error):
             _note(f"{name} failed to compile: {type(error).__name__}: {error}")
@@ -110,32 +147,223 @@ def _is_compile_error(error: Exception) -> bool:
     return isinstance(error, NumbaError)
 
 
+def n_threads() -> int:
+    """Threads a step runs on: numba's setting (``NUMBA_NUM_THREADS`` or
+    ``numba.set_num_threads``), 1 without numba."""
+    if _kernels() is None:
+        return 1
+    import numba
+
+    return max(1, int(numba.get_num_threads()))
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The shared pool of worker threads (re-made when the thread count changes)."""
+    threads = n_threads()
+    pool = _STATE.get("pool")
+    if pool is None or _STATE.get("pool_size") != threads:
+        with _LOCK:
+            pool = _STATE.get("pool")
+            if pool is None or _STATE.get("pool_size") != threads:
+                pool = ThreadPoolExecutor(threads, thread_name_prefix="crowdlearn")
+                _STATE["pool"], _STATE["pool_size"] = pool, threads
+    return pool
+
+
 def task_ranges(indptr: np.ndarray, n_ranges: int) -> np.ndarray:
-    """Bounds (n_ranges + 1,) of task ranges with about equal annotation counts."""
+    """Bounds (n_ranges + 1,) of task ranges with about equal annotation counts (fewer
+    when there are fewer tasks)."""
     n_tasks = len(indptr) - 1
+    n_ranges = max(1, min(n_ranges, n_tasks))
     targets = np.linspace(0, int(indptr[-1]), n_ranges + 1)[1:-1]
     cuts = np.searchsorted(indptr, targets)
     bounds = np.concatenate([[0], np.clip(cuts, 0, n_tasks), [n_tasks]]).astype(np.int64)
-    return np.maximum.accumulate(bounds)
+    return np.unique(np.maximum.accumulate(bounds)) if n_tasks else np.array([0, 0])
 
 
-def n_ranges(partial_size: int, itemsize: int = 8) -> int:
+def sum_ranges(partial_size: int, itemsize: int = 8) -> int:
     """Number of M-step ranges: the thread count, bounded by :data:`PARTIAL_BYTES`."""
-    try:
-        import numba
-
-        threads = int(numba.get_num_threads())
-    except Exception:
-        threads = 1
     fit = max(1, PARTIAL_BYTES // max(partial_size * itemsize, 1))
-    return int(max(1, min(threads, fit)))
+    return int(max(1, min(n_threads(), fit)))
 
 
 def e_ranges(indptr: np.ndarray) -> np.ndarray:
-    """Task ranges for a parallel E-step: several per thread, for load balance."""
-    return task_ranges(indptr, 8 * n_ranges(0))
+    """Task ranges of an E-step: a few per thread (the pool balances them)."""
+    threads = n_threads()
+    return task_ranges(indptr, 1 if threads == 1 else 4 * threads)
 
 
 def empty_gold(gold: np.ndarray | None) -> np.ndarray:
     """The gold codes as the kernels take them: an empty array for none."""
     return np.empty(0, dtype=np.int64) if gold is None else np.ascontiguousarray(gold)
+
+
+# ------------------------------------------------------------------ the steps
+
+
+def ds_e_step(
+    indptr: np.ndarray,
+    columns: np.ndarray,
+    table: np.ndarray,
+    log_prior: np.ndarray,
+    gold: np.ndarray | None,
+    hard: bool,
+    out: np.ndarray,
+) -> float | None:
+    """Dawid-Skene E-step of a block into ``out``; its log-likelihood (None: no kernel)."""
+    args = (indptr, columns, table, log_prior, empty_gold(gold), bool(hard))
+    bounds = e_ranges(indptr)
+    parts = run_ranges("ds_e_range", bounds, args, [(out,)] * (len(bounds) - 1))
+    return None if parts is None else float(sum(parts))
+
+
+def ds_m_step(
+    indptr: np.ndarray,
+    columns: np.ndarray,
+    probas: np.ndarray,
+    gold: np.ndarray | None,
+    lone_vote: bool,
+    n_columns: int,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Dawid-Skene M-step sums of a block: ``design.T @ probas`` and the class-prior
+    counts (None: no kernel)."""
+    k = probas.shape[1]
+    bounds = task_ranges(indptr, sum_ranges(n_columns * k + k, probas.itemsize))
+    parts = [
+        (np.zeros((n_columns, k), dtype=probas.dtype), np.zeros(k, dtype=probas.dtype))
+        for _ in range(len(bounds) - 1)
+    ]
+    args = (indptr, columns, probas, empty_gold(gold), bool(lone_vote))
+    if run_ranges("ds_m_range", bounds, args, parts) is None:
+        return None
+    counts, totals = parts[0]
+    for more_counts, more_totals in parts[1:]:
+        counts += more_counts
+        totals += more_totals
+    return counts, totals
+
+
+def correctness_e_step(
+    indptr: np.ndarray,
+    worker: np.ndarray,
+    label: np.ndarray,
+    log_right: np.ndarray,
+    log_wrong: np.ndarray,
+    log_prior: np.ndarray,
+    out: np.ndarray,
+) -> float | None:
+    """One-coin E-step (per-worker log-probabilities) into ``out``; the log-likelihood."""
+    bounds = e_ranges(indptr)
+    args = (indptr, worker, label, log_right, log_wrong, True, log_prior)
+    parts = run_ranges("correctness_e_range", bounds, args, [(out,)] * (len(bounds) - 1))
+    return None if parts is None else float(sum(parts))
+
+
+def skill_sums(
+    indptr: np.ndarray, worker: np.ndarray, label: np.ndarray, probas: np.ndarray, n_workers: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """One-coin M-step sums of a block (see one_coin.skill_statistics)."""
+    k = probas.shape[1]
+    bounds = task_ranges(indptr, sum_ranges(2 * n_workers + k))
+    parts = [
+        (np.zeros(n_workers), np.zeros(n_workers, dtype=np.int64), np.zeros(k, probas.dtype))
+        for _ in range(len(bounds) - 1)
+    ]
+    if run_ranges("skill_range", bounds, (indptr, worker, label, probas), parts) is None:
+        return None
+    sums, counts, class_totals = parts[0]
+    for more in parts[1:]:
+        sums += more[0]
+        counts += more[1]
+        class_totals += more[2]
+    return sums, counts, class_totals
+
+
+def glad_e_step(
+    indptr: np.ndarray,
+    worker: np.ndarray,
+    label: np.ndarray,
+    alphas: np.ndarray,
+    log_betas: np.ndarray,
+    log_k_minus_1: float,
+    log_prior: np.ndarray,
+    out: np.ndarray,
+) -> float | None:
+    """GLAD E-step into ``out``; the log-likelihood without the parameters' prior."""
+    bounds = e_ranges(indptr)
+    as_float32 = out.dtype == np.float32
+    args = (indptr, worker, label, alphas, log_betas, log_k_minus_1, log_prior, as_float32)
+    parts = run_ranges("glad_e_range", bounds, args, [(out,)] * (len(bounds) - 1))
+    return None if parts is None else float(sum(parts))
+
+
+def glad_alpha_sums(
+    indptr: np.ndarray,
+    worker: np.ndarray,
+    label: np.ndarray,
+    probas: np.ndarray,
+    alphas: np.ndarray,
+    log_betas: np.ndarray,
+    log_k_minus_1: float,
+    derivatives: bool,
+) -> np.ndarray | None:
+    """Per worker: GLAD's Q terms (and slopes, curvatures) in ``alpha``, (3 or 1, W)."""
+    n_out = 3 if derivatives else 1
+    bounds = task_ranges(indptr, sum_ranges(n_out * len(alphas)))
+    parts = [(np.zeros((n_out, len(alphas))),) for _ in range(len(bounds) - 1)]
+    args = (indptr, worker, label, probas, alphas, log_betas, log_k_minus_1, bool(derivatives))
+    if run_ranges("glad_alpha_range", bounds, args, parts) is None:
+        return None
+    total = parts[0][0]
+    for (more,) in parts[1:]:
+        total += more
+    return total
+
+
+def glad_beta_sums(
+    indptr: np.ndarray,
+    worker: np.ndarray,
+    label: np.ndarray,
+    probas: np.ndarray,
+    alphas: np.ndarray,
+    log_betas: np.ndarray,
+    log_k_minus_1: float,
+    derivatives: bool,
+) -> np.ndarray | None:
+    """Per task: GLAD's Q terms (and slopes, curvatures) in ``log beta``, (4 or 1, T)."""
+    out = np.empty((4 if derivatives else 1, len(indptr) - 1))
+    bounds = e_ranges(indptr)
+    args = (indptr, worker, label, probas, alphas, log_betas, log_k_minus_1, bool(derivatives))
+    if run_ranges("glad_beta_range", bounds, args, [(out,)] * (len(bounds) - 1)) is None:
+        return None
+    return out
+
+
+def votes(
+    task: np.ndarray,
+    worker: np.ndarray,
+    label: np.ndarray,
+    weights: np.ndarray | None,
+    n_tasks: int,
+    k: int,
+) -> np.ndarray | None:
+    """(n_tasks, K) votes per class in one pass over the annotations: the total weight
+    (float64) with per-worker ``weights``, else the counts (int64). In parallel over
+    ranges of whole tasks when ``task`` is sorted (checked in the same pool), else one
+    sequential pass."""
+    n = len(task)
+    threads = n_threads()
+    ranges = np.linspace(0, n, threads + 1).astype(np.int64)
+    ordered = run_ranges("sorted_range", ranges, (task,))
+    if ordered is None:
+        return None
+    out = np.zeros((n_tasks, k), dtype=np.int64 if weights is None else np.float64)
+    weights = np.empty(0, dtype=np.int64) if weights is None else weights
+    if all(ordered) and threads > 1:
+        cuts = np.unique(run("task_cuts", task, 4 * threads))
+    else:
+        cuts = np.array([0, n], dtype=np.int64)
+    args = (task, worker, label, weights)
+    if run_ranges("votes_range", cuts, args, [(out,)] * (len(cuts) - 1)) is None:
+        return None
+    return out

@@ -1,14 +1,12 @@
 """The numba-compiled kernels behind :mod:`crowdlearn.aggregation._kernels`.
 
-Imported only through :func:`crowdlearn.aggregation._kernels._kernels` (importing this
-module imports numba). Every kernel reads a block in CSR form: ``indptr`` (n_tasks + 1,)
-and, per annotation in task order, its codes. Each reproduces the arithmetic of the
-NumPy path named in its docstring, in the same order within a task.
-
-Parallel pattern: E-steps ``prange`` over tasks (a task's row is written by one
-thread); sums per worker or per (worker, label) ``prange`` over task ranges given by
-``bounds`` (see :func:`~crowdlearn.aggregation._kernels.task_ranges`), each into its
-own partial array, summed at the end.
+Imported only through :mod:`crowdlearn.aggregation._kernels` (importing this module
+imports numba). Every kernel is a sequential loop over one range of tasks
+``first..last-1`` of a block held in CSR form (``indptr`` (n_tasks + 1,) and, per
+annotation in task order, its codes), compiled with ``nogil``: the driver runs the
+ranges of a step on a pool of threads (each range writes its own tasks' rows, or adds
+into its own partial sums, so there is no write race). Each reproduces the arithmetic
+of the NumPy path named in its docstring, in the same order within a task.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 _OPTIONS = {"cache": True, "nogil": True, "fastmath": False, "error_model": "numpy"}
 
@@ -152,23 +150,13 @@ def _tile_buffers(k):
 # ------------------------------------------------------------------ Dawid-Skene
 
 
-@njit(parallel=True, **_OPTIONS)
-def ds_e_step(indptr, columns, table, log_prior, gold, hard, bounds, out):
-    """Dawid-Skene E-step of a block into ``out`` (n_tasks, K); returns the
-    log-likelihood. ``columns``: ``worker * K + label`` per annotation; ``table``: the
-    (n_workers * K, K) log confusions; ``gold``: (n_tasks,) codes, -1 unknown, or an
-    empty array; ``bounds``: task ranges, one thread each. NumPy path:
-    :func:`~crowdlearn.aggregation.dawid_skene.posterior_block`."""
-    total = 0.0
-    for r in prange(len(bounds) - 1):
-        total += _ds_e_range(
-            indptr, columns, table, log_prior, gold, hard, bounds[r], bounds[r + 1], out
-        )
-    return total
-
-
 @njit(**_OPTIONS)
-def _ds_e_range(indptr, columns, table, log_prior, gold, hard, first, last, out):
+def ds_e_range(indptr, columns, table, log_prior, gold, hard, first, last, out):
+    """Dawid-Skene E-step of tasks ``first..last-1`` into ``out`` (n_tasks, K); returns
+    their log-likelihood. ``columns``: ``worker * K + label`` per annotation;
+    ``table``: the (n_workers * K, K) log confusions; ``gold``: (n_tasks,) codes, -1
+    unknown, or an empty array. NumPy path:
+    :func:`~crowdlearn.aggregation.dawid_skene.posterior_block`."""
     k = table.shape[1]
     has_gold = len(gold) > 0
     rows, tile, bits, bits2, shifts, norms, joints = _tile_buffers(k)
@@ -194,6 +182,33 @@ def _ds_e_range(indptr, columns, table, log_prior, gold, hard, first, last, out)
 
 
 @njit(**_OPTIONS)
+def ds_m_range(indptr, columns, probas, gold, lone_vote, first, last, counts, totals):
+    """Add the Dawid-Skene M-step sums of tasks ``first..last-1`` to ``counts``
+    (n_workers * K, K: ``design.T @ probas`` over the identified tasks) and ``totals``
+    (K: the class-prior counts). With ``lone_vote``, a task with one label and no gold
+    adds one count to its label's class instead. NumPy path:
+    :func:`~crowdlearn.aggregation.dawid_skene.confusion_statistics`."""
+    k = probas.shape[1]
+    has_gold = len(gold) > 0
+    for t in range(first, last):
+        begin = indptr[t]
+        end = indptr[t + 1]
+        if end == begin:
+            continue
+        if lone_vote and end - begin == 1 and (not has_gold or gold[t] < 0):
+            totals[columns[begin] % k] += 1.0
+            continue
+        row = probas[t]
+        for c in range(k):
+            totals[c] += row[c]
+        for a in range(begin, end):
+            target = counts[columns[a]]
+            for c in range(k):
+                target[c] += row[c]
+    return 0
+
+
+@njit(**_OPTIONS)
 def ds_scores(indptr, columns, table):
     """``design @ table``: per task, the sum of the table rows of its annotations."""
     n_tasks = len(indptr) - 1
@@ -206,80 +221,18 @@ def ds_scores(indptr, columns, table):
     return out
 
 
-@njit(parallel=True, **_OPTIONS)
-def ds_m_step(indptr, columns, probas, gold, lone_vote, bounds, n_columns):
-    """Dawid-Skene M-step sums of a block: ``design.T @ probas`` (n_columns, K) over the
-    identified tasks and the class-prior counts (K,). With ``lone_vote``, a task with
-    one label and no gold adds one count to its label's class instead. NumPy path:
-    :func:`~crowdlearn.aggregation.dawid_skene.confusion_statistics`."""
-    k = probas.shape[1]
-    n_ranges = len(bounds) - 1
-    has_gold = len(gold) > 0
-    partial = np.zeros((n_ranges, n_columns, k), dtype=probas.dtype)
-    partial_totals = np.zeros((n_ranges, k), dtype=probas.dtype)
-    for r in prange(n_ranges):
-        counts = partial[r]
-        totals = partial_totals[r]
-        for t in range(bounds[r], bounds[r + 1]):
-            begin = indptr[t]
-            end = indptr[t + 1]
-            if end == begin:
-                continue
-            if lone_vote and end - begin == 1 and (not has_gold or gold[t] < 0):
-                totals[columns[begin] % k] += 1.0
-                continue
-            row = probas[t]
-            for c in range(k):
-                totals[c] += row[c]
-            for a in range(begin, end):
-                target = counts[columns[a]]
-                for c in range(k):
-                    target[c] += row[c]
-    result = partial[0]
-    result_totals = partial_totals[0]
-    for r in range(1, n_ranges):  # the reduce: sequential (small; one parallel region a step)
-        for j in range(n_columns):
-            for c in range(k):
-                result[j, c] += partial[r, j, c]
-    for r in range(1, n_ranges):
-        for c in range(k):
-            result_totals[c] += partial_totals[r, c]
-    return result.copy(), result_totals.copy()
-
-
 # ------------------------------------------------------------------ correctness models
 
 
-@njit(parallel=True, **_OPTIONS)
-def correctness_e_step(
-    indptr, worker, label, log_right, log_wrong, per_worker, log_prior, bounds, out
-):
-    """E-step of the "right with probability c, else a wrong class" models (one-coin,
-    given per-worker ``log_right``/``log_wrong``; or per annotation with
-    ``per_worker=False``) into ``out``; returns the log-likelihood. NumPy path:
-    :func:`~crowdlearn.aggregation._correctness.correctness_scores` then
-    :func:`~crowdlearn.aggregation._design.normalise_log`."""
-    total = 0.0
-    for r in prange(len(bounds) - 1):
-        total += _correctness_range(
-            indptr,
-            worker,
-            label,
-            log_right,
-            log_wrong,
-            per_worker,
-            log_prior,
-            bounds[r],
-            bounds[r + 1],
-            out,
-        )
-    return total
-
-
 @njit(**_OPTIONS)
-def _correctness_range(
+def correctness_e_range(
     indptr, worker, label, log_right, log_wrong, per_worker, log_prior, first, last, out
 ):
+    """E-step of the "right with probability c, else a wrong class" models for tasks
+    ``first..last-1`` into ``out``: one-coin with per-worker ``log_right`` and
+    ``log_wrong`` (``per_worker``), or values per annotation. Returns their
+    log-likelihood. NumPy path: _correctness.correctness_scores, then
+    _design.normalise_log."""
     k = out.shape[1]
     rows, tile, bits, bits2, shifts, norms, joints = _tile_buffers(k)
     none = np.empty(0, dtype=np.int64)
@@ -304,35 +257,24 @@ def _correctness_range(
     return total
 
 
-@njit(parallel=True, **_OPTIONS)
-def skill_sums(indptr, worker, label, probas, bounds, n_workers):
-    """One-coin M-step sums of a block: per worker the posterior mass of its labels
-    and its number of annotations, per class the posterior mass of the annotated
-    tasks. NumPy path: :func:`~crowdlearn.aggregation.one_coin.skill_statistics`."""
+@njit(**_OPTIONS)
+def skill_range(indptr, worker, label, probas, first, last, sums, counts, class_totals):
+    """Add the one-coin M-step sums of tasks ``first..last-1``: per worker the posterior
+    mass of its labels (``sums``) and its number of annotations (``counts``), per class
+    the posterior mass of the annotated tasks. NumPy path: one_coin.skill_statistics."""
     k = probas.shape[1]
-    n_ranges = len(bounds) - 1
-    sums = np.zeros((n_ranges, n_workers))
-    counts = np.zeros((n_ranges, n_workers), dtype=np.int64)
-    class_totals = np.zeros((n_ranges, k), dtype=probas.dtype)
-    for r in prange(n_ranges):
-        for t in range(bounds[r], bounds[r + 1]):
-            begin = indptr[t]
-            end = indptr[t + 1]
-            if end == begin:
-                continue
-            for c in range(k):
-                class_totals[r, c] += probas[t, c]
-            for a in range(begin, end):
-                w = worker[a]
-                sums[r, w] += probas[t, label[a]]
-                counts[r, w] += 1
-    for r in range(1, n_ranges):
-        for w in range(n_workers):
-            sums[0, w] += sums[r, w]
-            counts[0, w] += counts[r, w]
+    for t in range(first, last):
+        begin = indptr[t]
+        end = indptr[t + 1]
+        if end == begin:
+            continue
         for c in range(k):
-            class_totals[0, c] += class_totals[r, c]
-    return sums[0].copy(), counts[0].copy(), class_totals[0].copy()
+            class_totals[c] += probas[t, c]
+        for a in range(begin, end):
+            w = worker[a]
+            sums[w] += probas[t, label[a]]
+            counts[w] += 1
+    return 0
 
 
 @njit(**_OPTIONS)
@@ -341,34 +283,8 @@ def _log_sigmoid(x):
     return min(x, 0.0) - math.log1p(math.exp(-abs(x)))
 
 
-@njit(parallel=True, **_OPTIONS)
-def glad_e_step(
-    indptr, worker, label, alphas, log_betas, log_k_minus_1, log_prior, as_float32, bounds, out
-):
-    """GLAD E-step of a block into ``out`` (n_tasks, K): per annotation ``x = alpha_j
-    beta_i``, log-probabilities of being right and of each wrong class (rounded to the
-    posteriors' precision with ``as_float32``, as the NumPy path casts them), then the
-    correctness E-step. Returns the log-likelihood (without the parameters' prior)."""
-    total = 0.0
-    for r in prange(len(bounds) - 1):
-        total += _glad_range(
-            indptr,
-            worker,
-            label,
-            alphas,
-            log_betas,
-            log_k_minus_1,
-            log_prior,
-            as_float32,
-            bounds[r],
-            bounds[r + 1],
-            out,
-        )
-    return total
-
-
 @njit(**_OPTIONS)
-def _glad_range(
+def glad_e_range(
     indptr,
     worker,
     label,
@@ -381,6 +297,10 @@ def _glad_range(
     last,
     out,
 ):
+    """GLAD E-step of tasks ``first..last-1`` into ``out``: per annotation ``x = alpha_j
+    beta_i``, the log-probabilities of being right and of each wrong class (rounded to
+    float32 with ``as_float32``, as the NumPy path casts them), then the correctness
+    E-step. Returns their log-likelihood (without the parameters' prior)."""
     k = out.shape[1]
     rows, tile, bits, bits2, shifts, norms, joints = _tile_buffers(k)
     none = np.empty(0, dtype=np.int64)
@@ -410,47 +330,36 @@ def _glad_range(
     return total
 
 
-@njit(parallel=True, **_OPTIONS)
-def glad_alpha_sums(
-    indptr, worker, label, probas, alphas, log_betas, log_k_minus_1, derivatives, bounds
+@njit(**_OPTIONS)
+def glad_alpha_range(
+    indptr, worker, label, probas, alphas, log_betas, log_k_minus_1, derivatives, first, last, out
 ):
-    """Per worker, the sums over its annotations of GLAD's Q term and (with
-    ``derivatives``) its slope and curvature in ``alpha`` (glad._QTerms.by_alpha),
-    shape (3 or 1, n_workers)."""
-    n_workers = len(alphas)
-    n_ranges = len(bounds) - 1
-    n_out = 3 if derivatives else 1
-    partial = np.zeros((n_ranges, n_out, n_workers))
-    for r in prange(n_ranges):
-        for t in range(bounds[r], bounds[r + 1]):
-            beta = math.exp(log_betas[t])
-            for a in range(indptr[t], indptr[t + 1]):
-                w = worker[a]
-                right = float(probas[t, label[a]])
-                x = alphas[w] * beta
-                log_right = _log_sigmoid(x)
-                partial[r, 0, w] += log_right - (1.0 - right) * (x + log_k_minus_1)
-                if derivatives:
-                    sigma = math.exp(log_right)
-                    partial[r, 1, w] += (right - sigma) * beta
-                    partial[r, 2, w] += sigma * (1.0 - sigma) * beta**2
-    result = partial[0]
-    for r in range(1, n_ranges):
-        for i in range(n_out):
-            for w in range(n_workers):
-                result[i, w] += partial[r, i, w]
-    return result.copy()
+    """Add, per worker, the sums over the annotations of tasks ``first..last-1`` of
+    GLAD's Q term and (with ``derivatives``) its slope and curvature in ``alpha``
+    (glad._QTerms.by_alpha) to ``out`` (3 or 1, n_workers)."""
+    for t in range(first, last):
+        beta = math.exp(log_betas[t])
+        for a in range(indptr[t], indptr[t + 1]):
+            w = worker[a]
+            right = float(probas[t, label[a]])
+            x = alphas[w] * beta
+            log_right = _log_sigmoid(x)
+            out[0, w] += log_right - (1.0 - right) * (x + log_k_minus_1)
+            if derivatives:
+                sigma = math.exp(log_right)
+                out[1, w] += (right - sigma) * beta
+                out[2, w] += sigma * (1.0 - sigma) * beta**2
+    return 0
 
 
-@njit(parallel=True, **_OPTIONS)
-def glad_beta_sums(indptr, worker, label, probas, alphas, log_betas, log_k_minus_1, derivatives):
-    """Per task, the sums over its annotations of GLAD's Q term and (with
-    ``derivatives``) its slope, curvature and expected curvature in ``b = log beta``
-    (glad._QTerms.by_log_beta), shape (4 or 1, n_tasks)."""
-    n_tasks = len(indptr) - 1
-    n_out = 4 if derivatives else 1
-    out = np.zeros((n_out, n_tasks))
-    for t in prange(n_tasks):
+@njit(**_OPTIONS)
+def glad_beta_range(
+    indptr, worker, label, probas, alphas, log_betas, log_k_minus_1, derivatives, first, last, out
+):
+    """Per task of ``first..last-1``, the sums over its annotations of GLAD's Q term and
+    (with ``derivatives``) its slope, curvature and expected curvature in ``b = log
+    beta`` (glad._QTerms.by_log_beta), into ``out`` (4 or 1, n_tasks)."""
+    for t in range(first, last):
         beta = math.exp(log_betas[t])
         value = 0.0
         slope_sum = 0.0
@@ -473,58 +382,46 @@ def glad_beta_sums(indptr, worker, label, probas, alphas, log_betas, log_k_minus
             out[1, t] = slope_sum
             out[2, t] = bend
             out[3, t] = fisher_sum
-    return out
+    return 0
 
 
 # ------------------------------------------------------------------ votes
 
 
-@njit(parallel=True, **_OPTIONS)
-def is_sorted(values, n_ranges):
-    """Whether ``values`` is non-decreasing (checked in parallel ranges)."""
-    n = len(values)
-    step = (n + n_ranges - 1) // n_ranges
-    bad = 0
-    for r in prange(n_ranges):
-        begin = max(r * step, 1)
-        end = min((r + 1) * step, n)
-        found = 0
-        for i in range(begin, end):
-            if values[i] < values[i - 1]:
-                found = 1
-                break
-        bad += found
-    return bad == 0
+@njit(**_OPTIONS)
+def sorted_range(values, first, last):
+    """Whether ``values[first - 1..last - 1]`` is non-decreasing."""
+    for i in range(max(first, 1), last):
+        if values[i] < values[i - 1]:
+            return False
+    return True
 
 
-@njit(parallel=True, **_OPTIONS)
-def add_votes(task, worker, label, weights, out, sorted_tasks, n_ranges):
-    """Add each annotation's vote to ``out`` (n_tasks, K): its worker's weight, or one
-    when ``weights`` is empty. One pass over the annotations: parallel over ranges of
-    whole tasks when ``task`` is sorted, else sequential. Returns True. NumPy path:
-    weighted_vote.weighted_scores (a bincount over task x class cells)."""
+@njit(**_OPTIONS)
+def task_cuts(task, n_ranges):
+    """Annotation bounds (n_ranges + 1,) of about equal ranges, each cut moved to the
+    first annotation of a task (``task`` sorted): a task is one range's."""
     n = len(task)
-    unit = len(weights) == 0
-    if not sorted_tasks or n_ranges == 1 or n == 0:
-        for a in range(n):
-            if unit:
-                out[task[a], label[a]] += 1
-            else:
-                out[task[a], label[a]] += weights[worker[a]]
-        return True
     step = (n + n_ranges - 1) // n_ranges
-    starts = np.empty(n_ranges + 1, dtype=np.int64)
+    cuts = np.empty(n_ranges + 1, dtype=np.int64)
     for r in range(n_ranges + 1):
         i = min(r * step, n)
-        # move each cut to the first annotation of a task: a task is one range's
         while 0 < i < n and task[i] == task[i - 1]:
             i += 1
-        starts[r] = i
-    starts[n_ranges] = n
-    for r in prange(n_ranges):
-        for a in range(starts[r], max(starts[r], starts[r + 1])):
-            if unit:
-                out[task[a], label[a]] += 1
-            else:
-                out[task[a], label[a]] += weights[worker[a]]
-    return True
+        cuts[r] = i
+    cuts[n_ranges] = n
+    return cuts
+
+
+@njit(**_OPTIONS)
+def votes_range(task, worker, label, weights, first, last, out):
+    """Add the votes of annotations ``first..last-1`` to ``out`` (n_tasks, K): each
+    its worker's weight, or one when ``weights`` is empty. NumPy path:
+    weighted_vote.weighted_scores (a bincount over task x class cells)."""
+    unit = len(weights) == 0
+    for a in range(first, last):
+        if unit:
+            out[task[a], label[a]] += 1
+        else:
+            out[task[a], label[a]] += weights[worker[a]]
+    return 0

@@ -444,22 +444,9 @@ def _fused_confusion_statistics(
     design: CodesDesign, probas: np.ndarray, lone_vote: bool, gold: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`confusion_statistics` by the fused kernel (None if it cannot run)."""
-    k = probas.shape[1]
-    n_columns = design.shape[1]
     probas = np.ascontiguousarray(probas)
-    bounds = _kernels.task_ranges(
-        design.indptr, _kernels.n_ranges(n_columns * k + k, probas.itemsize)
-    )
-    gold_codes_ = _kernels.empty_gold(gold)
-    return _kernels.run(
-        "ds_m_step",
-        design.indptr,
-        design.columns,
-        probas,
-        gold_codes_,
-        lone_vote,
-        bounds,
-        n_columns,
+    return _kernels.ds_m_step(
+        design.indptr, design.columns, probas, gold, lone_vote, design.shape[1]
     )
 
 
@@ -489,15 +476,13 @@ def posterior_block(
     if isinstance(design, CodesDesign):
         dtype = np.result_type(design.dtype, table.dtype)
         out = np.empty((design.shape[0], table.shape[1]), dtype=dtype)
-        log_likelihood = _kernels.run(
-            "ds_e_step",
+        log_likelihood = _kernels.ds_e_step(
             design.indptr,
             design.columns,
             np.ascontiguousarray(table, dtype=dtype),
             np.ascontiguousarray(log_prior, dtype=dtype),
-            _kernels.empty_gold(gold),
+            gold,
             bool(hard),
-            _kernels.e_ranges(design.indptr),
             out,
         )
         if log_likelihood is not None:

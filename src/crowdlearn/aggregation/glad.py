@@ -206,19 +206,16 @@ class GLAD(IncrementalMixin, IterativeAggregator):
         per-annotation temporary); False, with nothing changed, if they cannot run."""
         block, probas = self._fused, self.probas_
         k1 = float(self._log_k_minus_1)
-        bounds = _kernels.task_ranges(block.indptr, _kernels.n_ranges(3 * len(self.alphas_)))
         codes = (block.indptr, block.worker, block.label, probas)
 
         def alpha_sums(alphas: np.ndarray, derivatives: bool = True) -> list[np.ndarray]:
-            sums = _kernels.run(
-                "glad_alpha_sums", *codes, alphas, self._log_betas, k1, derivatives, bounds
-            )
+            sums = _kernels.glad_alpha_sums(*codes, alphas, self._log_betas, k1, derivatives)
             if sums is None:
                 raise _NoKernel
             return list(sums)
 
         def beta_sums(log_betas: np.ndarray, derivatives: bool = True) -> list[np.ndarray]:
-            sums = _kernels.run("glad_beta_sums", *codes, self.alphas_, log_betas, k1, derivatives)
+            sums = _kernels.glad_beta_sums(*codes, self.alphas_, log_betas, k1, derivatives)
             if sums is None:
                 raise _NoKernel
             return list(sums)
@@ -302,8 +299,7 @@ class GLAD(IncrementalMixin, IterativeAggregator):
         """The E-step by the fused kernel (None if it cannot run)."""
         block = self._fused
         out = np.empty((data.n_tasks, data.n_classes), dtype=self._dtype)
-        log_likelihood = _kernels.run(
-            "glad_e_step",
+        log_likelihood = _kernels.glad_e_step(
             block.indptr,
             block.worker,
             block.label,
@@ -311,8 +307,6 @@ class GLAD(IncrementalMixin, IterativeAggregator):
             self._log_betas,
             float(self._log_k_minus_1),
             np.log(self.priors_),
-            self._dtype == np.float32,
-            _kernels.e_ranges(block.indptr),
             out,
         )
         if log_likelihood is None:

@@ -216,10 +216,7 @@ def skill_statistics(
     (:mod:`crowdlearn.aggregation._kernels`; same sums to rounding)."""
     if _kernels.active(len(block.worker)):
         probas = np.ascontiguousarray(probas)
-        bounds = _kernels.task_ranges(block.indptr, _kernels.n_ranges(2 * n_workers + 1))
-        fused = _kernels.run(
-            "skill_sums", block.indptr, block.worker, block.label, probas, bounds, n_workers
-        )
+        fused = _kernels.skill_sums(block.indptr, block.worker, block.label, probas, n_workers)
         if fused is not None:
             return fused
     right = probas[block.task, block.label]
@@ -239,17 +236,8 @@ def one_coin_posterior_block(
         log_right = np.log(skills)
         log_wrong = np.log((1 - skills) / max(k - 1, 1))
         out = np.empty((block.n_tasks, k), dtype=log_right.dtype)
-        log_likelihood = _kernels.run(
-            "correctness_e_step",
-            block.indptr,
-            block.worker,
-            block.label,
-            log_right,
-            log_wrong,
-            True,
-            np.log(priors),
-            _kernels.e_ranges(block.indptr),
-            out,
+        log_likelihood = _kernels.correctness_e_step(
+            block.indptr, block.worker, block.label, log_right, log_wrong, np.log(priors), out
         )
         if log_likelihood is not None:
             return out, float(log_likelihood)

@@ -59,19 +59,9 @@ def fused_votes(data: CrowdData, weights: np.ndarray | None = None) -> np.ndarra
     Parallel over ranges of whole tasks when the annotations are sorted by task (what
     the readers of large files and the generators produce), else one sequential pass.
     None if the kernels cannot run (see :mod:`crowdlearn.aggregation._kernels`)."""
-    threads = _kernels.n_ranges(0)
-    ranges = 4 * threads
-    sorted_tasks = _kernels.run("is_sorted", data.task, ranges)
-    if sorted_tasks is None:
-        return None
-    dtype = np.int64 if weights is None else np.float64
-    out = np.zeros((data.n_tasks, data.n_classes), dtype=dtype)
-    if weights is None:
-        weights = np.empty(0, dtype=np.int64)
-    done = _kernels.run(
-        "add_votes", data.task, data.worker, data.label, weights, out, sorted_tasks, ranges
+    return _kernels.votes(
+        data.task, data.worker, data.label, weights, data.n_tasks, data.n_classes
     )
-    return None if done is None else out
 
 
 def vote_shares(scores: np.ndarray) -> np.ndarray:
