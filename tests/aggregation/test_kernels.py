@@ -220,3 +220,22 @@ def test_numpy_fallback_with_one_note_when_numba_cannot_load(monkeypatch):
     assert not _kernels.available()
     np.testing.assert_allclose(first.probas_, reference.probas_, rtol=0, atol=0)
     assert second.probas_.shape == reference.probas_.shape
+
+
+@pytest.mark.parametrize("k", [2, 10])
+def test_tie_break_kernel_equals_the_numpy_path(monkeypatch, k):
+    """Labels from a table with many exact ties (vote counts) and near ties (within
+    1e-12): the same classes and the same random draws, with keys drawn in slices."""
+    from crowdlearn.aggregation._base import break_ties
+
+    rng = np.random.default_rng(k)
+    scores = rng.integers(0, 3, size=(5_000, k)).astype(np.float64)
+    scores[::7, 0] += 1e-13  # within the tolerance: still a tie
+    monkeypatch.setattr(_kernels, "KEY_ROWS", 333)
+    for tie_break, seed in (("random", 0), ("random", 5), ("lowest", 0)):
+        monkeypatch.setenv("CROWDLEARN_NO_NUMBA", "1")
+        want = break_ties(scores, tie_break, seed)
+        monkeypatch.setenv("CROWDLEARN_NO_NUMBA", "0")
+        monkeypatch.setattr(_kernels, "MIN_ANNOTATIONS", 0)
+        np.testing.assert_array_equal(break_ties(scores, tie_break, seed), want)
+        monkeypatch.setattr(_kernels, "MIN_ANNOTATIONS", 1 << 62)

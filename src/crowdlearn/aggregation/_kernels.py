@@ -367,3 +367,36 @@ def votes(
     if run_ranges("votes_range", cuts, args, [(out,)] * (len(cuts) - 1)) is None:
         return None
     return out
+
+
+#: Rows of random keys drawn at a time by :func:`break_ties` (bounded memory).
+KEY_ROWS = 1 << 16
+
+
+def break_ties(scores: np.ndarray, random_state: int | None) -> np.ndarray | None:
+    """:func:`crowdlearn.aggregation._base.break_ties` in one pass over the table (and,
+    with ties and a ``random_state``, the same random keys drawn in slices of
+    :data:`KEY_ROWS` rows: the generator's stream is the same, the memory bounded);
+    None if the kernels cannot run or a score is NaN (NumPy's rules then apply)."""
+    scores = np.ascontiguousarray(scores)
+    n, k = scores.shape
+    labels = np.empty(n, dtype=np.int64)
+    n_top = np.empty(n, dtype=np.int64)
+    bounds = task_ranges(np.arange(n + 1), n_threads())
+    nan = run_ranges("top_range", bounds, (scores,), [(labels, n_top)] * (len(bounds) - 1))
+    if nan is None or sum(nan):
+        return None
+    if random_state is None:
+        return labels
+    tied = np.flatnonzero(n_top > 1)
+    if len(tied) == 0:
+        return labels
+    generator = np.random.default_rng(random_state)
+    last = int(tied[-1]) + 1
+    for start in range(0, last, KEY_ROWS):
+        stop = min(start + KEY_ROWS, last)
+        keys = generator.random((stop - start, k))
+        rows = tied[np.searchsorted(tied, start) : np.searchsorted(tied, stop)]
+        if len(rows) and run("pick_tied", scores, keys, start, rows, labels) is None:
+            return None
+    return labels

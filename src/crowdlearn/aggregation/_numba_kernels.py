@@ -425,3 +425,57 @@ def votes_range(task, worker, label, weights, first, last, out):
         else:
             out[task[a], label[a]] += weights[worker[a]]
     return 0
+
+
+# ------------------------------------------------------------------ ties
+
+
+@njit(**_OPTIONS)
+def top_range(scores, first, last, labels, n_top):
+    """Rows ``first..last-1``: the first column of the largest score (``argmax``) and
+    how many scores are within 1e-12 of it; returns the number of NaN scores seen
+    (the caller then uses NumPy's rules). NumPy path: _base.break_ties."""
+    k = scores.shape[1]
+    nan = 0
+    for t in range(first, last):
+        best = scores[t, 0]
+        label = 0
+        for c in range(k):
+            value = scores[t, c]
+            if value != value:
+                nan += 1
+            if value > best:
+                best = value
+                label = c
+        floor = best - 1e-12
+        count = 0
+        for c in range(k):
+            if scores[t, c] >= floor:
+                count += 1
+        labels[t] = label
+        n_top[t] = count
+    return nan
+
+
+@njit(**_OPTIONS)
+def pick_tied(scores, keys, start, tied, labels):
+    """For each row ``t`` of ``tied`` (rows ``start..start + len(keys) - 1`` of the
+    table), the maximal cell of largest random key: ``np.where(is_max, keys, -1.0)
+    .argmax()`` of _base.break_ties."""
+    k = scores.shape[1]
+    for t in tied:
+        row = t - start
+        best = scores[t, 0]
+        for c in range(1, k):
+            if scores[t, c] > best:
+                best = scores[t, c]
+        floor = best - 1e-12
+        pick = 0
+        key = -2.0
+        for c in range(k):
+            value = keys[row, c] if scores[t, c] >= floor else -1.0
+            if value > key:
+                key = value
+                pick = c
+        labels[t] = pick
+    return 0
