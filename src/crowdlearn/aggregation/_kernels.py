@@ -41,6 +41,7 @@ from __future__ import annotations
 import importlib
 import os
 import threading
+import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -49,6 +50,9 @@ import numpy as np
 
 #: Blocks with fewer annotations keep the NumPy path (see the module docstring).
 MIN_ANNOTATIONS = 100_000
+
+#: Seconds for which the thread count read from numba is reused.
+THREADS_TTL = 1.0
 
 #: Upper bound, in bytes, on the per-range partial statistics of an M-step.
 PARTIAL_BYTES = 256 << 20
@@ -148,13 +152,20 @@ def _is_compile_error(error: Exception) -> bool:
 
 
 def n_threads() -> int:
-    """Threads a step runs on: numba's setting (``NUMBA_NUM_THREADS`` or
-    ``numba.set_num_threads``), 1 without numba."""
+    """Threads a step runs on: numba's setting (``NUMBA_NUM_THREADS``, default the
+    number of cores, or ``numba.set_num_threads``; read in the calling thread and
+    cached for :data:`THREADS_TTL` seconds, the call costs about a millisecond), 1
+    without numba."""
     if _kernels() is None:
         return 1
-    import numba
+    cached = _STATE.get("threads")
+    now = time.monotonic()
+    if cached is None or now - cached[1] > THREADS_TTL:
+        import numba
 
-    return max(1, int(numba.get_num_threads()))
+        cached = (max(1, int(numba.get_num_threads())), now)
+        _STATE["threads"] = cached
+    return cached[0]
 
 
 def _pool() -> ThreadPoolExecutor:

@@ -354,8 +354,8 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
         log_likelihood = 0.0
         for block, design in self._designed_blocks(data):
             gold = None if self._gold is None else self._gold[block.start : block.stop]
-            probas, block_likelihood = posterior_block(design, table, log_prior, gold, self.hard)
-            self.probas_[block.start : block.stop] = probas
+            rows = self.probas_[block.start : block.stop]
+            _, block_likelihood = posterior_block(design, table, log_prior, gold, self.hard, rows)
             log_likelihood += block_likelihood
         return log_likelihood
 
@@ -466,16 +466,21 @@ def posterior_block(
     log_prior: np.ndarray,
     gold: np.ndarray | None,
     hard: bool,
+    out: np.ndarray | None = None,
 ) -> tuple[np.ndarray, float]:
     """Dawid-Skene E-step of one block: the posteriors of its tasks and their
     log-likelihood, from the (worker, label) x class table of log confusions.
+    ``out``: an array (block tasks, K) to write the posteriors into (returned), e.g.
+    the block's rows of the posterior table (no new table, no copy).
 
     A :class:`~crowdlearn.aggregation._blocks.CodesDesign` runs the fused kernel (one
     pass, in parallel; :mod:`crowdlearn.aggregation._kernels`), a SciPy design the
     NumPy steps below; both give the same result to rounding."""
     if isinstance(design, CodesDesign):
         dtype = np.result_type(design.dtype, table.dtype)
-        out = np.empty((design.shape[0], table.shape[1]), dtype=dtype)
+        target = out
+        if target is None or target.dtype != dtype or not target.flags.c_contiguous:
+            target = np.empty((design.shape[0], table.shape[1]), dtype=dtype)
         log_likelihood = _kernels.ds_e_step(
             design.indptr,
             design.columns,
@@ -483,10 +488,13 @@ def posterior_block(
             np.ascontiguousarray(log_prior, dtype=dtype),
             gold,
             bool(hard),
-            out,
+            target,
         )
         if log_likelihood is not None:
-            return out, float(log_likelihood)
+            if out is not None and target is not out:
+                out[...] = target
+                target = out
+            return target, float(log_likelihood)
         design = design.to_sparse()
     log_scores = design @ table
     log_scores += log_prior
@@ -495,7 +503,11 @@ def posterior_block(
     log_likelihood = _log_likelihood(log_norm, gold_joint, gold)
     if hard:
         probas = one_hot_argmax(probas)
-    return clamp(probas, gold), log_likelihood
+    probas = clamp(probas, gold)
+    if out is not None:
+        out[...] = probas
+        return out, log_likelihood
+    return probas, log_likelihood
 
 
 def _gold_log_joint(log_scores: np.ndarray, gold: np.ndarray | None) -> float:

@@ -161,6 +161,7 @@ class GLAD(IncrementalMixin, IterativeAggregator):
         self._blocks = None if self.chunk_size is None else BlockReader(data, self.chunk_size)
         # Unchunked and large: the annotations as one CSR block for the fused kernels.
         self._fused = None
+        self._probas_owned = False
         if self.chunk_size is None and _kernels.active(data.n_annotations):
             self._fused = next(iter(BlockReader(data, None)))
         self._e_step(data)  # posteriors under the initial parameters
@@ -298,7 +299,11 @@ class GLAD(IncrementalMixin, IterativeAggregator):
     def _fused_e_step(self, data: CrowdData) -> float | None:
         """The E-step by the fused kernel (None if it cannot run)."""
         block = self._fused
-        out = np.empty((data.n_tasks, data.n_classes), dtype=self._dtype)
+        # This fit's own table is overwritten in place (a previous fit's, which the
+        # caller may hold, is not: the first E-step of a fit makes a new one).
+        out = self.probas_ if self._probas_owned else None
+        if out is None or out.shape != (data.n_tasks, data.n_classes) or out.dtype != self._dtype:
+            out = np.empty((data.n_tasks, data.n_classes), dtype=self._dtype)
         log_likelihood = _kernels.glad_e_step(
             block.indptr,
             block.worker,
@@ -313,6 +318,7 @@ class GLAD(IncrementalMixin, IterativeAggregator):
             self._fused = None
             return None
         self.probas_ = out
+        self._probas_owned = True
         return float(log_likelihood)
 
     def _chunked_e_step(self, data: CrowdData) -> float:

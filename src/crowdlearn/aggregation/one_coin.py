@@ -144,8 +144,12 @@ class OneCoinDawidSkene(IncrementalEMMixin, IterativeAggregator):
     def _e_step(self, data: CrowdData) -> float:
         log_likelihood = 0.0
         for block in self._blocks:
-            probas, block_likelihood = one_coin_posterior_block(block, self.skills_, self.priors_)
-            self.probas_[block.start : block.stop] = probas
+            rows = self.probas_[block.start : block.stop]
+            probas, block_likelihood = one_coin_posterior_block(
+                block, self.skills_, self.priors_, rows
+            )
+            if probas is not rows:
+                rows[...] = probas
             log_likelihood += block_likelihood
         return log_likelihood
 
@@ -227,15 +231,17 @@ def skill_statistics(
 
 
 def one_coin_posterior_block(
-    block: Block, skills: np.ndarray, priors: np.ndarray
+    block: Block, skills: np.ndarray, priors: np.ndarray, out: np.ndarray | None = None
 ) -> tuple[np.ndarray, float]:
     """One-coin E-step of one block: posteriors of its tasks and their log-likelihood
-    (the fused kernel on large blocks, see :func:`skill_statistics`)."""
+    (the fused kernel on large blocks, see :func:`skill_statistics`). The kernel writes
+    into ``out`` (block tasks, K) when given, of the right dtype and contiguous."""
     k = len(priors)
     if _kernels.active(len(block.worker)):
         log_right = np.log(skills)
         log_wrong = np.log((1 - skills) / max(k - 1, 1))
-        out = np.empty((block.n_tasks, k), dtype=log_right.dtype)
+        if out is None or out.dtype != log_right.dtype or not out.flags.c_contiguous:
+            out = np.empty((block.n_tasks, k), dtype=log_right.dtype)
         log_likelihood = _kernels.correctness_e_step(
             block.indptr, block.worker, block.label, log_right, log_wrong, np.log(priors), out
         )
