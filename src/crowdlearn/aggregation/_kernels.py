@@ -27,10 +27,15 @@ numba's ``workqueue`` layer refuses. It also compiles several times faster.
 
 **When they run.** :func:`active` says whether a block of ``n`` annotations uses the
 kernels: numba importable, not disabled by the environment variable
-``CROWDLEARN_NO_NUMBA=1``, and ``n >= MIN_ANNOTATIONS`` (below that, NumPy's
-vectorised passes take a few milliseconds, and the first use in a process pays about
-a second to load numba and the cached kernels). Compiled kernels are cached on disk
-(``cache=True``: compilation is paid once per machine). If numba cannot be imported,
+``CROWDLEARN_NO_NUMBA=1``, and ``n >= MIN_ANNOTATIONS`` (1M), or ``n >= MIN_LOADED``
+(100k) once the kernels are loaded in the process. Why: the first use in a process
+pays 0.4-0.9 s to import numba and load the cached kernels; a first Dawid-Skene fit
+in a fresh process (K=4, default tolerance, 2-core machine shared with other jobs)
+took 0.11 s on NumPy against 0.55-0.73 s with the kernels at 100k annotations, about
+the same at 1M (0.87-1.09 s against 0.97-1.15 s) and 2.1-2.7 s against 1.4-1.6 s at
+3M; once loaded, the kernels are faster from about 100k annotations. Compiled
+kernels are cached on disk (``cache=True``: compilation is paid once per machine).
+If numba cannot be imported,
 or a kernel fails to compile, the NumPy path is used, with a one-time
 :class:`RuntimeWarning`. Threads: :func:`n_threads`, numba's setting
 (``NUMBA_NUM_THREADS``, default the number of cores; ``numba.set_num_threads``).
@@ -48,8 +53,11 @@ from typing import Any
 
 import numpy as np
 
-#: Blocks with fewer annotations keep the NumPy path (see the module docstring).
-MIN_ANNOTATIONS = 100_000
+#: Blocks with fewer annotations keep the NumPy path while numba is not loaded in the
+#: process (see the module docstring)...
+MIN_ANNOTATIONS = 1_000_000
+#: ... and once it is (the second of the two thresholds; the smaller one applies).
+MIN_LOADED = 100_000
 
 #: Seconds for which the thread count read from numba is reused.
 THREADS_TTL = 1.0
@@ -74,8 +82,13 @@ def available() -> bool:
 
 
 def active(n_annotations: int) -> bool:
-    """Whether a block of ``n_annotations`` annotations runs on the kernels."""
-    return n_annotations >= MIN_ANNOTATIONS and available()
+    """Whether a block of ``n_annotations`` annotations runs on the kernels: at least
+    :data:`MIN_ANNOTATIONS` of them, or :data:`MIN_LOADED` once the kernels are
+    loaded in this process, and numba available."""
+    threshold = MIN_ANNOTATIONS
+    if _STATE["kernels"] is not None:
+        threshold = min(threshold, MIN_LOADED)
+    return n_annotations >= threshold and available()
 
 
 def _note(reason: str) -> None:
