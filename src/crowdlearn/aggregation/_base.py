@@ -289,7 +289,7 @@ def break_ties(scores: np.ndarray, tie_break: TieBreak, random_state: int | None
     refused).
     """
     if tie_break == "lowest":
-        if _kernels.active(scores.size):
+        if _kernels.ready(scores.size):
             fused = _kernels.break_ties(scores, None)
             if fused is not None:
                 return fused
@@ -301,7 +301,7 @@ def break_ties(scores: np.ndarray, tie_break: TieBreak, random_state: int | None
             "tie_break='random' needs an integer random_state (results must be "
             "reproducible); pass random_state=0 or tie_break='lowest'"
         )
-    if _kernels.active(scores.size):
+    if _kernels.ready(scores.size):
         fused = _kernels.break_ties(scores, random_state)  # one pass, the same draws
         if fused is not None:
             return fused

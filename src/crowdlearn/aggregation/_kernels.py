@@ -91,6 +91,17 @@ def active(n_annotations: int) -> bool:
     return n_annotations >= threshold and available()
 
 
+def ready(n_cells: int) -> bool:
+    """Whether the kernels are already loaded in this process (no loading cost) and
+    ``n_cells`` is at least :data:`MIN_LOADED`: for the steps after a fit (the labels'
+    tie-break), which alone would not pay numba's loading."""
+    return (
+        _STATE["kernels"] is not None
+        and n_cells >= min(MIN_ANNOTATIONS, MIN_LOADED)
+        and available()
+    )
+
+
 def _note(reason: str) -> None:
     """The one-time note that the NumPy path is used instead."""
     _STATE["failed"] = True
