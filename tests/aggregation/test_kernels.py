@@ -232,10 +232,12 @@ def test_tie_break_kernel_equals_the_numpy_path(monkeypatch, k):
     scores = rng.integers(0, 3, size=(5_000, k)).astype(np.float64)
     scores[::7, 0] += 1e-13  # within the tolerance: still a tie
     monkeypatch.setattr(_kernels, "KEY_ROWS", 333)
+    assert _kernels.available()  # loads the kernels: the tie-break uses them once loaded
     for tie_break, seed in (("random", 0), ("random", 5), ("lowest", 0)):
         monkeypatch.setenv("CROWDLEARN_NO_NUMBA", "1")
         want = break_ties(scores, tie_break, seed)
         monkeypatch.setenv("CROWDLEARN_NO_NUMBA", "0")
         monkeypatch.setattr(_kernels, "MIN_ANNOTATIONS", 0)
+        assert _kernels.ready(scores.size)
         np.testing.assert_array_equal(break_ties(scores, tie_break, seed), want)
         monkeypatch.setattr(_kernels, "MIN_ANNOTATIONS", 1 << 62)
