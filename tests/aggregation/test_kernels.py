@@ -195,6 +195,16 @@ def test_vectorised_exp_matches_numpy():
     assert np.max(np.abs(got[~normal] - want[~normal])) < 1e-300
 
 
+def test_vectorised_log1p_matches_numpy():
+    from crowdlearn.aggregation._numba_kernels import _log1p_inplace
+
+    values = np.concatenate([np.random.default_rng(1).random(20_000), np.logspace(-300, 0, 500)])
+    got = values.copy()
+    _log1p_inplace(got)
+    want = np.log1p(values)
+    assert np.max(np.abs(got - want) / want) < 5e-16
+
+
 def test_environment_variable_forces_the_numpy_path(monkeypatch):
     data = random_crowd(1, 3)
     monkeypatch.setattr(_kernels, "MIN_ANNOTATIONS", 0)
