@@ -166,14 +166,24 @@ def ds_e_range(indptr, columns, table, log_prior, gold, hard, first, last, out):
         for i in range(m):
             t = start + i
             row = tile[i]
-            for c in range(k):
-                row[c] = 0.0
-            for a in range(indptr[t], indptr[t + 1]):
-                source = table[columns[a]]
+            if k == 2:  # binary: the two sums in registers
+                first_sum = 0.0
+                second_sum = 0.0
+                for a in range(indptr[t], indptr[t + 1]):
+                    j = columns[a]
+                    first_sum += table[j, 0]
+                    second_sum += table[j, 1]
+                row[0] = first_sum + log_prior[0]
+                row[1] = second_sum + log_prior[1]
+            else:
                 for c in range(k):
-                    row[c] += source[c]
-            for c in range(k):
-                row[c] += log_prior[c]
+                    row[c] = 0.0
+                for a in range(indptr[t], indptr[t + 1]):
+                    source = table[columns[a]]
+                    for c in range(k):
+                        row[c] += source[c]
+                for c in range(k):
+                    row[c] += log_prior[c]
             g = gold[t] if has_gold else -1
             joints[i] = row[g] if g >= 0 else 0.0
         _softmax_rows(tile, m, bits, bits2, shifts, norms)
@@ -197,6 +207,16 @@ def ds_m_range(indptr, columns, probas, gold, lone_vote, first, last, counts, to
             continue
         if lone_vote and end - begin == 1 and (not has_gold or gold[t] < 0):
             totals[columns[begin] % k] += 1.0
+            continue
+        if k == 2:  # binary: the two posteriors in registers
+            p0 = probas[t, 0]
+            p1 = probas[t, 1]
+            totals[0] += p0
+            totals[1] += p1
+            for a in range(begin, end):
+                j = columns[a]
+                counts[j, 0] += p0
+                counts[j, 1] += p1
             continue
         row = probas[t]
         for c in range(k):
