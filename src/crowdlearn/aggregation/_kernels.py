@@ -210,7 +210,8 @@ def task_ranges(indptr: np.ndarray, n_ranges: int) -> np.ndarray:
     when there are fewer tasks)."""
     n_tasks = len(indptr) - 1
     n_ranges = max(1, min(n_ranges, n_tasks))
-    targets = np.linspace(0, int(indptr[-1]), n_ranges + 1)[1:-1]
+    # integer targets: float ones would make searchsorted copy indptr to float64
+    targets = np.linspace(0, int(indptr[-1]), n_ranges + 1)[1:-1].astype(indptr.dtype)
     cuts = np.searchsorted(indptr, targets)
     bounds = np.concatenate([[0], np.clip(cuts, 0, n_tasks), [n_tasks]]).astype(np.int64)
     return np.unique(np.maximum.accumulate(bounds)) if n_tasks else np.array([0, 0])

@@ -33,19 +33,20 @@ _RESCALE = 1e250
 
 @njit(**_OPTIONS)
 def _exp_inplace(values, bits, bits2):
-    """``values[:] = exp(values)`` for ``values <= 0``, in loops the compiler
+    """``values[:] = exp(values)`` (for ``values <= 709``), in loops the compiler
     vectorises (a scalar ``math.exp`` call per value is 3-10x slower than NumPy's SIMD
     exp and was most of an E-step's time). ``exp(x) = 2^n exp(r)``, ``n`` the nearest
     integer to ``x / ln 2`` (Cody-Waite: ``r = x - n ln 2`` in two parts, ``|r| <=
     ln(2) / 2``), ``exp(r)`` by its Taylor polynomial to degree 13 (truncation below
     1e-16 relative), ``2^n`` built from its bits as two factors so that results down to
-    the smallest subnormal are right; ``x < -746`` gives 0. Relative error within 2.3e-16
+    the smallest subnormal are right; ``x < -746`` gives 0 (and ``x > 709`` is read as
+    709, where NumPy overflows to infinity). Relative error within 2.3e-16
     of NumPy's ``np.exp`` (tests/aggregation/test_kernels.py). ``bits`` and ``bits2``
     are int64 scratch arrays of the same length."""
     m = len(values)
     scaled = bits.view(np.float64)
     for i in range(m):
-        x = max(values[i], -746.0)
+        x = min(max(values[i], -746.0), 709.0)
         z = x * _LOG2E + _MAGIC
         scaled[i] = z
         n = z - _MAGIC
@@ -333,8 +334,9 @@ def _log1p_inplace(values):
 
 @njit(**_OPTIONS)
 def _glad_buffers(indptr, first, last):
-    """Scratch arrays for the annotations of the largest tile of ``first..last-1``."""
-    size = 1
+    """Scratch arrays for the annotations of the largest tile of ``first..last-1`` (and
+    at least a tile's tasks)."""
+    size = GLAD_TILE
     for start in range(first, last, GLAD_TILE):
         stop = min(start + GLAD_TILE, last)
         size = max(size, indptr[stop] - indptr[start])
@@ -343,20 +345,26 @@ def _glad_buffers(indptr, first, last):
     sigma = np.empty(size)
     bits = np.empty(size, dtype=np.int64)
     bits2 = np.empty(size, dtype=np.int64)
-    return xs, right, sigma, bits, bits2
+    betas = np.empty(GLAD_TILE)
+    return xs, right, sigma, bits, bits2, betas
 
 
 @njit(**_OPTIONS)
 def _glad_values(
-    indptr, worker, alphas, log_betas, start, stop, xs, right, sigma, bits, bits2, need_sigma
+    indptr, worker, alphas, log_betas, start, stop, xs, right, sigma, bits, bits2, betas, sig
 ):
     """For the annotations of tasks ``start..stop-1`` (from ``indptr[start]``): ``x =
     alpha_j beta_i`` in ``xs``, ``log sigma(x) = min(x, 0) - log1p(exp(-|x|))`` in
-    ``right`` (glad.log_sigmoid) and, with ``need_sigma``, ``sigma(x)`` in ``sigma``,
+    ``right`` (glad.log_sigmoid) and, with ``sig``, ``sigma(x)`` in ``sigma``;
+    ``beta_i`` of the tile's tasks in ``betas``,
     each computed by a vectorised loop over the tile. Returns their number."""
     begin = indptr[start]
+    m = stop - start
+    for i in range(m):
+        betas[i] = log_betas[start + i]
+    _exp_inplace(betas[:m], bits[:m], bits2[:m])
     for t in range(start, stop):
-        beta = math.exp(log_betas[t])
+        beta = betas[t - start]
         for a in range(indptr[t], indptr[t + 1]):
             xs[a - begin] = alphas[worker[a]] * beta
     n = indptr[stop] - begin
@@ -366,7 +374,7 @@ def _glad_values(
     _log1p_inplace(right[:n])
     for i in range(n):
         right[i] = min(xs[i], 0.0) - right[i]
-    if need_sigma:
+    if sig:
         for i in range(n):
             sigma[i] = right[i]
         _exp_inplace(sigma[:n], bits[:n], bits2[:n])
@@ -393,13 +401,25 @@ def glad_e_range(
     E-step. Returns their log-likelihood (without the parameters' prior)."""
     k = out.shape[1]
     rows, tile, bits, bits2, shifts, norms, joints = _tile_buffers(k)
-    xs, rights, sigma, vbits, vbits2 = _glad_buffers(indptr, first, last)
+    xs, rights, sigma, vbits, vbits2, betas = _glad_buffers(indptr, first, last)
     none = np.empty(0, dtype=np.int64)
     total = 0.0
     for start in range(first, last, GLAD_TILE):
         stop = min(start + GLAD_TILE, last)
         _glad_values(
-            indptr, worker, alphas, log_betas, start, stop, xs, rights, sigma, vbits, vbits2, False
+            indptr,
+            worker,
+            alphas,
+            log_betas,
+            start,
+            stop,
+            xs,
+            rights,
+            sigma,
+            vbits,
+            vbits2,
+            betas,
+            False,
         )
         begin = indptr[start]
         for sub in range(start, stop, rows):
@@ -432,7 +452,7 @@ def glad_alpha_range(
     """Add, per worker, the sums over the annotations of tasks ``first..last-1`` of
     GLAD's Q term and (with ``derivatives``) its slope and curvature in ``alpha``
     (glad._QTerms.by_alpha) to ``out`` (3 or 1, n_workers)."""
-    xs, rights, sigma, bits, bits2 = _glad_buffers(indptr, first, last)
+    xs, rights, sigma, bits, bits2, betas = _glad_buffers(indptr, first, last)
     for start in range(first, last, GLAD_TILE):
         stop = min(start + GLAD_TILE, last)
         _glad_values(
@@ -447,11 +467,12 @@ def glad_alpha_range(
             sigma,
             bits,
             bits2,
+            betas,
             derivatives,
         )
         begin = indptr[start]
         for t in range(start, stop):
-            beta = math.exp(log_betas[t])
+            beta = betas[t - start]
             for a in range(indptr[t], indptr[t + 1]):
                 w = worker[a]
                 i = a - begin
@@ -471,7 +492,7 @@ def glad_beta_range(
     """Per task of ``first..last-1``, the sums over its annotations of GLAD's Q term and
     (with ``derivatives``) its slope, curvature and expected curvature in ``b = log
     beta`` (glad._QTerms.by_log_beta), into ``out`` (4 or 1, n_tasks)."""
-    xs, rights, sigma, bits, bits2 = _glad_buffers(indptr, first, last)
+    xs, rights, sigma, bits, bits2, betas = _glad_buffers(indptr, first, last)
     for start in range(first, last, GLAD_TILE):
         stop = min(start + GLAD_TILE, last)
         _glad_values(
@@ -486,6 +507,7 @@ def glad_beta_range(
             sigma,
             bits,
             bits2,
+            betas,
             derivatives,
         )
         begin = indptr[start]
