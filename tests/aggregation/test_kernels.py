@@ -251,3 +251,22 @@ def test_tie_break_kernel_equals_the_numpy_path(monkeypatch, k):
         assert _kernels.ready(scores.size)
         np.testing.assert_array_equal(break_ties(scores, tie_break, seed), want)
         monkeypatch.setattr(_kernels, "MIN_ANNOTATIONS", 1 << 62)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_kernels_run_in_a_forked_child():
+    """A child forked after the pool exists (multiprocessing's fork, data loaders)
+    gets a pool of its own instead of waiting on the parent's threads."""
+    import multiprocessing
+
+    assert _kernels.available()
+    parts = _kernels.run_ranges("sorted_range", np.array([0, 5, 10]), (np.arange(10),))
+    assert parts == [True, True]
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:
+        result = pool.apply_async(_sorted_in_child).get(timeout=60)
+    assert result == [True, True]
+
+
+def _sorted_in_child() -> list:
+    return _kernels.run_ranges("sorted_range", np.array([0, 5, 10]), (np.arange(10),))

@@ -193,15 +193,16 @@ def n_threads() -> int:
 
 
 def _pool() -> ThreadPoolExecutor:
-    """The shared pool of worker threads (re-made when the thread count changes)."""
-    threads = n_threads()
+    """The shared pool of worker threads, made again when the thread count changes or
+    in a forked child (whose copy of the pool has no threads)."""
+    key = (n_threads(), os.getpid())
     pool = _STATE.get("pool")
-    if pool is None or _STATE.get("pool_size") != threads:
+    if pool is None or _STATE.get("pool_key") != key:
         with _LOCK:
             pool = _STATE.get("pool")
-            if pool is None or _STATE.get("pool_size") != threads:
-                pool = ThreadPoolExecutor(threads, thread_name_prefix="crowdlearn")
-                _STATE["pool"], _STATE["pool_size"] = pool, threads
+            if pool is None or _STATE.get("pool_key") != key:
+                pool = ThreadPoolExecutor(key[0], thread_name_prefix="crowdlearn")
+                _STATE["pool"], _STATE["pool_key"] = pool, key
     return pool
 
 
