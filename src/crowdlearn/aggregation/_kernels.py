@@ -419,7 +419,7 @@ def break_ties(scores: np.ndarray, random_state: int | None) -> np.ndarray | Non
     n, k = scores.shape
     labels = np.empty(n, dtype=np.int64)
     n_top = np.empty(n, dtype=np.int64)
-    bounds = task_ranges(np.arange(n + 1), n_threads())
+    bounds = np.linspace(0, n, n_threads() + 1).astype(np.int64)
     nan = run_ranges("top_range", bounds, (scores,), [(labels, n_top)] * (len(bounds) - 1))
     if nan is None or sum(nan):
         return None
@@ -437,3 +437,14 @@ def break_ties(scores: np.ndarray, random_state: int | None) -> np.ndarray | Non
         if len(rows) and run("pick_tied", scores, keys, start, rows, labels) is None:
             return None
     return labels
+
+
+def one_hot(labels: np.ndarray, k: int) -> np.ndarray | None:
+    """(n, K) float64 rows one-hot at ``labels``, written in one parallel pass."""
+    n = len(labels)
+    out = np.empty((n, k))
+    bounds = np.linspace(0, n, n_threads() + 1).astype(np.int64)
+    done = run_ranges(
+        "one_hot_range", bounds, (np.ascontiguousarray(labels),), [(out,)] * n_threads()
+    )
+    return None if done is None else out

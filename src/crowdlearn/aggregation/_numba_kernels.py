@@ -266,11 +266,25 @@ def correctness_e_range(
             for c in range(k):
                 row[c] = 0.0
             base = 0.0
-            for a in range(indptr[t], indptr[t + 1]):
-                j = worker[a] if per_worker else a
-                wrong = log_wrong[j]
-                base += wrong
-                row[label[a]] += log_right[j] - wrong
+            if k == 2:  # binary: the two bonuses in registers
+                bonus0 = 0.0
+                bonus1 = 0.0
+                for a in range(indptr[t], indptr[t + 1]):
+                    j = worker[a] if per_worker else a
+                    wrong = log_wrong[j]
+                    base += wrong
+                    if label[a] == 0:
+                        bonus0 += log_right[j] - wrong
+                    else:
+                        bonus1 += log_right[j] - wrong
+                row[0] = bonus0
+                row[1] = bonus1
+            else:
+                for a in range(indptr[t], indptr[t + 1]):
+                    j = worker[a] if per_worker else a
+                    wrong = log_wrong[j]
+                    base += wrong
+                    row[label[a]] += log_right[j] - wrong
             for c in range(k):
                 row[c] = (row[c] + base) + log_prior[c]
         _softmax_rows(tile, m, bits, bits2, shifts, norms)
@@ -629,4 +643,15 @@ def pick_tied(scores, keys, start, tied, labels):
                 key = value
                 pick = c
         labels[t] = pick
+    return 0
+
+
+@njit(**_OPTIONS)
+def one_hot_range(labels, first, last, out):
+    """Rows ``first..last-1`` of ``out`` one-hot at ``labels`` (every cell written)."""
+    k = out.shape[1]
+    for t in range(first, last):
+        for c in range(k):
+            out[t, c] = 0.0
+        out[t, labels[t]] = 1.0
     return 0

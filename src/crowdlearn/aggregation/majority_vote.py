@@ -99,6 +99,11 @@ class MajorityVote(VoteCountMixin, BaseAggregator):
 
     def _from_counts(self, data: CrowdData) -> None:
         majority = break_ties(self.vote_counts_, self.tie_break, self.random_state)
+        if _kernels.ready(majority.size):  # large: one parallel pass
+            probas = _kernels.one_hot(majority, data.n_classes)
+            if probas is not None:
+                self.probas_ = probas
+                return
         # One-hot rows built in place: np.eye(K)[...] would first build a K x K array.
         self.probas_ = np.zeros((len(majority), data.n_classes))
         self.probas_[np.arange(len(majority)), majority] = 1.0
