@@ -16,10 +16,11 @@ classes (1M tasks) and 100M annotations with 2 classes (20M tasks):
     posteriors: ``2 (8 T + 4 N) + 2 (8 K T)`` bytes;
   - ``onecoin-ds``: the same with two codes (worker, label) per annotation:
     ``2 (8 T + 8 N) + 2 (8 K T)``;
-  - ``glad``: each pass over the annotations (the E-step, and every evaluation of the
-    per-worker or per-task sums of the M-step's Newton steps and step halvings, which
-    GLAD's algorithm needs; ``passes`` is their number per iteration, counted in the
-    run) reads ``indptr``, two codes, the task difficulties (8 T) and the posteriors
+  - ``glad``: each pass over the annotations (the E-step; every evaluation of the
+    per-worker sums of the M-step's ``alpha`` Newton steps and step halvings, which
+    GLAD's algorithm needs; one pass per ``log beta`` step, whose sums, step and
+    halvings are each task's own; ``passes`` is their number per iteration, counted in
+    the run) reads ``indptr``, two codes, the task difficulties (8 T) and the posteriors
     (8 K T, written by the E-step): ``passes (16 T + 8 N + 8 K T)``;
   - ``mv`` (not iterative: one fit): read the task and label codes (8 N) and write the
     vote counts and the one-hot posteriors (8 K T each): ``8 N + 16 K T``.
@@ -83,7 +84,7 @@ METHODS: dict[str, Callable[[int], Any]] = {
 }
 GOALS = {"ds": 2.0, "onecoin-ds": 2.0, "mv": 2.0, "glad": 3.0}
 #: Kernels whose calls are GLAD's passes over the annotations.
-GLAD_PASSES = ("glad_e_range", "glad_alpha_range", "glad_beta_range")
+GLAD_PASSES = ("glad_e_range", "glad_alpha_range", "glad_beta_newton_range")
 
 
 def simulate(n_annotations: int, k: int, seed: int) -> CrowdData:

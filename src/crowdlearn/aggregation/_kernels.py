@@ -357,25 +357,6 @@ def glad_alpha_sums(
     return total
 
 
-def glad_beta_sums(
-    indptr: np.ndarray,
-    worker: np.ndarray,
-    label: np.ndarray,
-    probas: np.ndarray,
-    alphas: np.ndarray,
-    log_betas: np.ndarray,
-    log_k_minus_1: float,
-    derivatives: bool,
-) -> np.ndarray | None:
-    """Per task: GLAD's Q terms (and slopes, curvatures) in ``log beta``, (4 or 1, T)."""
-    out = np.empty((4 if derivatives else 1, len(indptr) - 1))
-    bounds = e_ranges(indptr)
-    args = (indptr, worker, label, probas, alphas, log_betas, log_k_minus_1, bool(derivatives))
-    if run_ranges("glad_beta_range", bounds, args, [(out,)] * (len(bounds) - 1)) is None:
-        return None
-    return out
-
-
 def votes(
     task: np.ndarray,
     worker: np.ndarray,
@@ -448,3 +429,25 @@ def one_hot(labels: np.ndarray, k: int) -> np.ndarray | None:
         "one_hot_range", bounds, (np.ascontiguousarray(labels),), [(out,)] * n_threads()
     )
     return None if done is None else out
+
+
+def glad_beta_newton(
+    indptr: np.ndarray,
+    worker: np.ndarray,
+    label: np.ndarray,
+    probas: np.ndarray,
+    alphas: np.ndarray,
+    log_betas: np.ndarray,
+    log_k_minus_1: float,
+    prior_mean: float,
+    max_halvings: int = 30,
+) -> float | None:
+    """GLAD's Newton step on every ``log beta`` in place (glad.newton_step with the
+    per-task sums), task by task in one pass; the largest step (None: no kernel)."""
+    trial = np.empty(len(indptr) - 1)
+    bounds = e_ranges(indptr)
+    args = (indptr, worker, label, probas, alphas, log_betas, log_k_minus_1)
+    parts = run_ranges(
+        "glad_beta_newton_range", bounds, (*args, float(prior_mean), int(max_halvings), trial)
+    )
+    return None if parts is None else float(max(parts, default=0.0))

@@ -499,57 +499,6 @@ def glad_alpha_range(
     return 0
 
 
-@njit(**_OPTIONS)
-def glad_beta_range(
-    indptr, worker, label, probas, alphas, log_betas, log_k_minus_1, derivatives, first, last, out
-):
-    """Per task of ``first..last-1``, the sums over its annotations of GLAD's Q term and
-    (with ``derivatives``) its slope, curvature and expected curvature in ``b = log
-    beta`` (glad._QTerms.by_log_beta), into ``out`` (4 or 1, n_tasks)."""
-    xs, rights, sigma, bits, bits2, betas = _glad_buffers(indptr, first, last)
-    for start in range(first, last, GLAD_TILE):
-        stop = min(start + GLAD_TILE, last)
-        _glad_values(
-            indptr,
-            worker,
-            alphas,
-            log_betas,
-            start,
-            stop,
-            xs,
-            rights,
-            sigma,
-            bits,
-            bits2,
-            betas,
-            derivatives,
-        )
-        begin = indptr[start]
-        for t in range(start, stop):
-            value = 0.0
-            slope_sum = 0.0
-            bend = 0.0
-            fisher_sum = 0.0
-            for a in range(indptr[t], indptr[t + 1]):
-                i = a - begin
-                right = float(probas[t, label[a]])
-                x = xs[i]
-                value += rights[i] - (1.0 - right) * (x + log_k_minus_1)
-                if derivatives:
-                    s = sigma[i]
-                    slope = (right - s) * x
-                    fisher = s * (1.0 - s) * x**2
-                    slope_sum += slope
-                    bend += fisher - slope
-                    fisher_sum += fisher
-            out[0, t] = value
-            if derivatives:
-                out[1, t] = slope_sum
-                out[2, t] = bend
-                out[3, t] = fisher_sum
-    return 0
-
-
 # ------------------------------------------------------------------ votes
 
 
@@ -655,3 +604,109 @@ def one_hot_range(labels, first, last, out):
             out[t, c] = 0.0
         out[t, labels[t]] = 1.0
     return 0
+
+
+@njit(**_OPTIONS)
+def _task_value(indptr, label, probas, xs, rights, begin, t, log_k_minus_1):
+    """GLAD's Q term of task ``t`` from its annotations' values in the tile buffers."""
+    value = 0.0
+    for a in range(indptr[t], indptr[t + 1]):
+        i = a - begin
+        right = float(probas[t, label[a]])
+        value += rights[i] - (1.0 - right) * (xs[i] + log_k_minus_1)
+    return value
+
+
+@njit(**_OPTIONS)
+def glad_beta_newton_range(
+    indptr,
+    worker,
+    label,
+    probas,
+    alphas,
+    log_betas,
+    log_k_minus_1,
+    prior_mean,
+    max_halvings,
+    trial,
+    first,
+    last,
+):
+    """One safeguarded Newton step on ``b_i = log beta_i`` of each task of
+    ``first..last-1``, in place: glad.newton_step on the per-task sums of
+    :func:`glad_beta_range`, done task by task (each ``b_i`` owns only its task's terms,
+    so the step, its halvings and the test that the task's objective did not decrease
+    need no other task: one pass instead of one per halving, and no per-task
+    temporaries). ``trial``: scratch (n_tasks,). Returns the largest step taken."""
+    xs, rights, sigma, bits, bits2, betas = _glad_buffers(indptr, first, last)
+    steps = np.empty(GLAD_TILE)
+    currents = np.empty(GLAD_TILE)
+    worse_first = np.empty(GLAD_TILE, dtype=np.bool_)
+    largest = 0.0
+    for start in range(first, last, GLAD_TILE):
+        stop = min(start + GLAD_TILE, last)
+        _glad_values(
+            indptr, worker, alphas, log_betas, start, stop, xs, rights, sigma, bits, bits2,
+            betas, True,
+        )  # fmt: skip
+        begin = indptr[start]
+        for t in range(start, stop):
+            value = 0.0
+            slope_sum = 0.0
+            bend_sum = 0.0
+            fisher_sum = 0.0
+            for a in range(indptr[t], indptr[t + 1]):
+                i = a - begin
+                right = float(probas[t, label[a]])
+                x = xs[i]
+                value += rights[i] - (1.0 - right) * (x + log_k_minus_1)
+                s = sigma[i]
+                slope = (right - s) * x
+                fisher = s * (1.0 - s) * x**2
+                slope_sum += slope
+                bend_sum += fisher - slope
+                fisher_sum += fisher
+            param = log_betas[t]
+            currents[t - start] = value - 0.5 * (param - prior_mean) ** 2
+            gradient = slope_sum - (param - prior_mean)
+            bend = bend_sum + 1.0
+            expected = fisher_sum + 1.0
+            if not bend > 0.5 * expected:
+                bend = expected
+            steps[t - start] = gradient / bend
+            trial[t] = param + steps[t - start]
+        # the first trial of every task, values computed together
+        _glad_values(
+            indptr, worker, alphas, trial, start, stop, xs, rights, sigma, bits, bits2, betas,
+            False,
+        )  # fmt: skip
+        for t in range(start, stop):
+            reached = _task_value(indptr, label, probas, xs, rights, begin, t, log_k_minus_1)
+            reached -= 0.5 * (trial[t] - prior_mean) ** 2
+            current = currents[t - start]
+            worse_first[t - start] = reached < current - 1e-12 * abs(current)
+        # then the halvings of the (few) tasks whose objective decreased, one by one
+        for t in range(start, stop):
+            current = currents[t - start]
+            step = steps[t - start]
+            worse = worse_first[t - start]
+            halvings = 1
+            while worse and halvings < max_halvings:
+                step *= 0.5
+                trial[t] = log_betas[t] + step
+                _glad_values(
+                    indptr, worker, alphas, trial, t, t + 1, xs, rights, sigma, bits, bits2,
+                    betas, False,
+                )  # fmt: skip
+                first_row = indptr[t]
+                reached = _task_value(
+                    indptr, label, probas, xs, rights, first_row, t, log_k_minus_1
+                )
+                reached -= 0.5 * (trial[t] - prior_mean) ** 2
+                worse = reached < current - 1e-12 * abs(current)
+                halvings += 1
+            if worse:
+                step = 0.0
+            log_betas[t] += step
+            largest = max(largest, abs(step))
+    return largest

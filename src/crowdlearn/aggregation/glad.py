@@ -202,9 +202,11 @@ class GLAD(IncrementalMixin, IterativeAggregator):
                 break
 
     def _fused_m_step(self) -> bool:
-        """:meth:`_whole_m_step` with the per-worker and per-task sums of each Newton
-        step computed by the fused kernels (one pass over the annotations each, no
-        per-annotation temporary); False, with nothing changed, if they cannot run."""
+        """:meth:`_whole_m_step` on the fused kernels: the per-worker sums of each
+        ``alpha`` Newton step (and halving) in one pass each, and the whole ``log beta``
+        step (each task's sums, step and halvings, which involve only its own
+        annotations) in one pass; no per-annotation or per-task temporary. False if the
+        kernels cannot run."""
         block, probas = self._fused, self.probas_
         k1 = float(self._log_k_minus_1)
         codes = (block.indptr, block.worker, block.label, probas)
@@ -215,19 +217,17 @@ class GLAD(IncrementalMixin, IterativeAggregator):
                 raise _NoKernel
             return list(sums)
 
-        def beta_sums(log_betas: np.ndarray, derivatives: bool = True) -> list[np.ndarray]:
-            sums = _kernels.glad_beta_sums(*codes, self.alphas_, log_betas, k1, derivatives)
-            if sums is None:
-                raise _NoKernel
-            return list(sums)
-
         try:
             for _ in range(self.m_step_max_iter):
                 alpha_step = newton_step(self.alphas_, self.alpha_prior_mean, alpha_sums)
-                beta_step = newton_step(self._log_betas, self.log_beta_prior_mean, beta_sums)
+                beta_step = _kernels.glad_beta_newton(
+                    *codes, self.alphas_, self._log_betas, k1, self.log_beta_prior_mean
+                )
+                if beta_step is None:
+                    raise _NoKernel
                 if max(alpha_step, beta_step) < 1e-6:
                     break
-        except _NoKernel:  # only ever on the first call, before any parameter moved
+        except _NoKernel:  # a kernel failed to compile (first M-step): NumPy from here
             self._fused = None
             return False
         return True
