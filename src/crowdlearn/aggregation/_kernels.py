@@ -27,13 +27,16 @@ numba's ``workqueue`` layer refuses. It also compiles several times faster.
 
 **When they run.** :func:`active` says whether a block of ``n`` annotations uses the
 kernels: numba importable, not disabled by the environment variable
-``CROWDLEARN_NO_NUMBA=1``, and ``n >= MIN_ANNOTATIONS`` (1M), or ``n >= MIN_LOADED``
+``CROWDLEARN_NO_NUMBA=1``, and ``n >= MIN_ANNOTATIONS`` (2M), or ``n >= MIN_LOADED``
 (100k) once the kernels are loaded in the process. Why: the first use in a process
 pays 0.4-0.9 s to import numba and load the cached kernels; a first Dawid-Skene fit
 in a fresh process (K=4, default tolerance, 2-core machine shared with other jobs)
 took 0.11 s on NumPy against 0.55-0.73 s with the kernels at 100k annotations, about
 the same at 1M (0.87-1.09 s against 0.97-1.15 s) and 2.1-2.7 s against 1.4-1.6 s at
-3M; once loaded, the kernels are faster from about 100k annotations. Compiled
+3M; once loaded, the kernels are faster from about 100k annotations. The threshold
+sits between the two measured sizes, so that a fit of 1M in a fresh process (the
+``scale`` and ``frame-fit`` benchmarks' smallest) is not slowed by numba's loading
+(nor its peak memory raised by numba's ~0.1 GB). Compiled
 kernels are cached on disk (``cache=True``: compilation is paid once per machine).
 If numba cannot be imported,
 or a kernel fails to compile, the NumPy path is used, with a one-time
@@ -55,7 +58,7 @@ import numpy as np
 
 #: Blocks with fewer annotations keep the NumPy path while numba is not loaded in the
 #: process (see the module docstring)...
-MIN_ANNOTATIONS = 1_000_000
+MIN_ANNOTATIONS = 2_000_000
 #: ... and once it is (the second of the two thresholds; the smaller one applies).
 MIN_LOADED = 100_000
 
