@@ -270,3 +270,22 @@ def test_kernels_run_in_a_forked_child():
 
 def _sorted_in_child() -> list:
     return _kernels.run_ranges("sorted_range", np.array([0, 5, 10]), (np.arange(10),))
+
+
+def test_steps_called_from_another_thread_run_on_that_thread():
+    """Dask's workers (threads) already run partitions in parallel: a step called from
+    a thread other than the main one takes no more threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    assert _kernels.available()
+    with ThreadPoolExecutor(1) as outside:
+        assert outside.submit(_kernels.n_threads).result() == 1
+    data = random_crowd(4, 3)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_kernels, "MIN_ANNOTATIONS", 0)
+        with ThreadPoolExecutor(1) as outside:
+            threaded = outside.submit(
+                lambda: DawidSkene(max_iter=4, tol=0, progress=False).fit(data)
+            ).result()
+        main = DawidSkene(max_iter=4, tol=0, progress=False).fit(data)
+    np.testing.assert_allclose(threaded.probas_, main.probas_, rtol=0, atol=TOL)

@@ -182,8 +182,10 @@ def n_threads() -> int:
     """Threads a step runs on: numba's setting (``NUMBA_NUM_THREADS``, default the
     number of cores, or ``numba.set_num_threads``; read in the calling thread and
     cached for :data:`THREADS_TTL` seconds, the call costs about a millisecond), 1
-    without numba."""
-    if _kernels() is None:
+    without numba, and 1 when called from a thread other than the main one: the caller
+    (Dask's workers, a user's pool) already runs several steps at once, and more
+    threads per step would only share the same cores."""
+    if _kernels() is None or threading.current_thread() is not threading.main_thread():
         return 1
     cached = _STATE.get("threads")
     now = time.monotonic()
