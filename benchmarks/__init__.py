@@ -64,6 +64,7 @@ MODULES = (
     "spans.speed",
     "speed.aggregation",
     "speed.billion",
+    "speed.floor",
     "speed.frames",
     "speed.incremental",
     "speed.read_parquet",

@@ -201,6 +201,7 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
         (
             "read-parquet",
             "aggregation-speed",
+            "em-floor",
             "scale",
             "startup",
             "incremental",

@@ -11,6 +11,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+import crowdlearn.aggregation._kernels as _kernels
 from crowdlearn._bounds import check_params
 from crowdlearn._progress import progress_bar
 from crowdlearn.aggregation._frames import (
@@ -288,6 +289,10 @@ def break_ties(scores: np.ndarray, tie_break: TieBreak, random_state: int | None
     refused).
     """
     if tie_break == "lowest":
+        if _kernels.ready(scores.size):
+            fused = _kernels.break_ties(scores, None)
+            if fused is not None:
+                return fused
         return scores.argmax(axis=1)
     if tie_break != "random":
         raise ValueError(f"tie_break must be 'random' or 'lowest', got {tie_break!r}")
@@ -296,6 +301,10 @@ def break_ties(scores: np.ndarray, tie_break: TieBreak, random_state: int | None
             "tie_break='random' needs an integer random_state (results must be "
             "reproducible); pass random_state=0 or tie_break='lowest'"
         )
+    if _kernels.ready(scores.size):
+        fused = _kernels.break_ties(scores, random_state)  # one pass, the same draws
+        if fused is not None:
+            return fused
     best = scores.max(axis=1, keepdims=True)
     # isclose(scores, best, rtol=0, atol=1e-12) without its temporaries: no score
     # exceeds its row's best, so |score - best| <= 1e-12 is score >= best - 1e-12

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+import crowdlearn.aggregation._kernels as _kernels
 from crowdlearn.data import CrowdData
 
 
@@ -142,18 +143,77 @@ class BlockReader:
 # ------------------------------------------------------------------ shared kernels
 
 
-def block_design(block: Block, n_workers: int, k: int, dtype: np.dtype) -> sp.csr_matrix:
-    """Sparse (block tasks, n_workers * K) design of a block: column ``w * K + l`` counts
-    the annotations of worker ``w`` with label ``l`` (see
-    :func:`crowdlearn.aggregation._design.worker_label_design`)."""
+def block_design(
+    block: Block, n_workers: int, k: int, dtype: np.dtype
+) -> sp.csr_matrix | CodesDesign:
+    """(block tasks, n_workers * K) design of a block: column ``w * K + l`` counts the
+    annotations of worker ``w`` with label ``l`` (see
+    :func:`crowdlearn.aggregation._design.worker_label_design`).
+
+    A SciPy CSR matrix, or, where the fused kernels run (:func:`_kernels.active`: a
+    block of at least ``MIN_ANNOTATIONS`` and numba available), the same matrix as a
+    :class:`CodesDesign` (its CSR pointer and column numbers, no array of ones),
+    which the Dawid-Skene steps hand to the kernels."""
     # int32 column numbers when they fit: SciPy then keeps them as the CSR indices
     # instead of copying them to a narrower type.
     index_dtype = np.int32 if n_workers * k < np.iinfo(np.int32).max else np.int64
     columns = block.worker.astype(index_dtype) * index_dtype(k) + block.label
-    return sp.csr_matrix(
-        (np.ones(len(columns), dtype=dtype), columns, block.indptr),
-        shape=(block.n_tasks, n_workers * k),
-    )
+    shape = (block.n_tasks, n_workers * k)
+    if _kernels.active(len(columns)):
+        return CodesDesign(block.indptr, columns, shape, np.dtype(dtype))
+    return sp.csr_matrix((np.ones(len(columns), dtype=dtype), columns, block.indptr), shape=shape)
+
+
+@dataclass(frozen=True)
+class CodesDesign:
+    """A block's design for the fused kernels: the CSR matrix of
+    :func:`block_design` without its array of ones (every entry is one annotation).
+
+    ``design @ table`` and ``design.T @ probas`` give what the SciPy matrix gives;
+    :meth:`to_sparse` builds that matrix (the NumPy fallback)."""
+
+    indptr: np.ndarray
+    columns: np.ndarray
+    shape: tuple[int, int]
+    dtype: np.dtype
+
+    @property
+    def nnz(self) -> int:
+        """Number of annotations."""
+        return len(self.columns)
+
+    def to_sparse(self) -> sp.csr_matrix:
+        """The SciPy CSR matrix of the same design."""
+        ones = np.ones(len(self.columns), dtype=self.dtype)
+        return sp.csr_matrix((ones, self.columns, self.indptr), shape=self.shape)
+
+    def __matmul__(self, table: np.ndarray) -> np.ndarray:
+        dtype = np.result_type(self.dtype, table.dtype)
+        table = np.ascontiguousarray(table, dtype=dtype)
+        scores = _kernels.run("ds_scores", self.indptr, self.columns, table)
+        if scores is None:
+            return np.asarray(self.to_sparse() @ table)
+        return scores
+
+    @property
+    def T(self) -> _TransposedDesign:
+        """The transposed design (only ``@`` a posterior table)."""
+        return _TransposedDesign(self)
+
+
+@dataclass(frozen=True)
+class _TransposedDesign:
+    design: CodesDesign
+
+    def __matmul__(self, probas: np.ndarray) -> np.ndarray:
+        design = self.design
+        probas = np.ascontiguousarray(probas)
+        result = _kernels.ds_m_step(
+            design.indptr, design.columns, probas, None, False, design.shape[1]
+        )
+        if result is None:
+            return np.asarray(design.to_sparse().T @ probas)
+        return result[0]
 
 
 def block_vote_counts(block: Block, k: int) -> np.ndarray:

@@ -30,13 +30,20 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 
+import crowdlearn.aggregation._kernels as _kernels
 from crowdlearn.aggregation._base import (
     IterativeAggregator,
     TieBreak,
     float_dtype,
     gold_codes,
 )
-from crowdlearn.aggregation._blocks import Block, BlockReader, block_design, block_posteriors
+from crowdlearn.aggregation._blocks import (
+    Block,
+    BlockReader,
+    CodesDesign,
+    block_design,
+    block_posteriors,
+)
 from crowdlearn.aggregation._design import (
     clamp,
     log_confusion_table,
@@ -358,8 +365,8 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
         log_likelihood = 0.0
         for block, design in self._designed_blocks(data):
             gold = None if self._gold is None else self._gold[block.start : block.stop]
-            probas, block_likelihood = posterior_block(design, table, log_prior, gold, self.hard)
-            self.probas_[block.start : block.stop] = probas
+            rows = self.probas_[block.start : block.stop]
+            _, block_likelihood = posterior_block(design, table, log_prior, gold, self.hard, rows)
             log_likelihood += block_likelihood
         return log_likelihood
 
@@ -420,6 +427,11 @@ def confusion_statistics(
     instead of its task's posterior (see :class:`DawidSkene`). A task is never split
     between blocks, so the rule is the same per block, per chunk and per partition.
     """
+    if isinstance(design, CodesDesign):
+        fused = _fused_confusion_statistics(design, probas, lone_labels == "vote", gold)
+        if fused is not None:
+            return fused
+        design = design.to_sparse()
     if lone_labels == "em":
         counts = design.T @ probas
         totals = block.annotated.astype(probas.dtype) @ probas
@@ -439,6 +451,16 @@ def confusion_statistics(
     return counts, totals
 
 
+def _fused_confusion_statistics(
+    design: CodesDesign, probas: np.ndarray, lone_vote: bool, gold: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`confusion_statistics` by the fused kernel (None if it cannot run)."""
+    probas = np.ascontiguousarray(probas)
+    return _kernels.ds_m_step(
+        design.indptr, design.columns, probas, gold, lone_vote, design.shape[1]
+    )
+
+
 def sum_statistics(parts: Any) -> tuple[np.ndarray, ...]:
     """Element-wise sum of tuples of arrays (the reduce of a map-reduce)."""
     total: list[np.ndarray] | None = None
@@ -455,9 +477,36 @@ def posterior_block(
     log_prior: np.ndarray,
     gold: np.ndarray | None,
     hard: bool,
+    out: np.ndarray | None = None,
 ) -> tuple[np.ndarray, float]:
     """Dawid-Skene E-step of one block: the posteriors of its tasks and their
-    log-likelihood, from the (worker, label) x class table of log confusions."""
+    log-likelihood, from the (worker, label) x class table of log confusions.
+    ``out``: an array (block tasks, K) to write the posteriors into (returned), e.g.
+    the block's rows of the posterior table (no new table, no copy).
+
+    A :class:`~crowdlearn.aggregation._blocks.CodesDesign` runs the fused kernel (one
+    pass, in parallel; :mod:`crowdlearn.aggregation._kernels`), a SciPy design the
+    NumPy steps below; both give the same result to rounding."""
+    if isinstance(design, CodesDesign):
+        dtype = np.result_type(design.dtype, table.dtype)
+        target = out
+        if target is None or target.dtype != dtype or not target.flags.c_contiguous:
+            target = np.empty((design.shape[0], table.shape[1]), dtype=dtype)
+        log_likelihood = _kernels.ds_e_step(
+            design.indptr,
+            design.columns,
+            np.ascontiguousarray(table, dtype=dtype),
+            np.ascontiguousarray(log_prior, dtype=dtype),
+            gold,
+            bool(hard),
+            target,
+        )
+        if log_likelihood is not None:
+            if out is not None and target is not out:
+                out[...] = target
+                target = out
+            return target, float(log_likelihood)
+        design = design.to_sparse()
     log_scores = design @ table
     log_scores += log_prior
     gold_joint = _gold_log_joint(log_scores, gold)  # before normalise_log overwrites
@@ -465,7 +514,11 @@ def posterior_block(
     log_likelihood = _log_likelihood(log_norm, gold_joint, gold)
     if hard:
         probas = one_hot_argmax(probas)
-    return clamp(probas, gold), log_likelihood
+    probas = clamp(probas, gold)
+    if out is not None:
+        out[...] = probas
+        return out, log_likelihood
+    return probas, log_likelihood
 
 
 def _gold_log_joint(log_scores: np.ndarray, gold: np.ndarray | None) -> float:

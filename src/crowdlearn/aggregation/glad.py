@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+import crowdlearn.aggregation._kernels as _kernels
 from crowdlearn.aggregation._base import IterativeAggregator, TieBreak, float_dtype
 from crowdlearn.aggregation._blocks import BlockReader
 from crowdlearn.aggregation._correctness import (
@@ -158,11 +159,18 @@ class GLAD(IncrementalMixin, IterativeAggregator):
         if warm is not None:  # partial_fit: start from the previous parameters
             self.alphas_, self._log_betas, self.priors_ = warm
         self._blocks = None if self.chunk_size is None else BlockReader(data, self.chunk_size)
+        # Unchunked and large: the annotations as one CSR block for the fused kernels.
+        self._fused = None
+        self._probas_owned = False
+        if self.chunk_size is None and _kernels.active(data.n_annotations):
+            self._fused = next(iter(BlockReader(data, None)))
         self._e_step(data)  # posteriors under the initial parameters
 
     def _m_step(self, data: CrowdData) -> None:
         if self._blocks is not None:
             self._chunked_m_step(data)
+        elif self._fused is not None and self._fused_m_step():
+            pass
         else:
             self._whole_m_step(data)
         if self.class_prior == "learn":
@@ -192,6 +200,37 @@ class GLAD(IncrementalMixin, IterativeAggregator):
             )
             if max(alpha_step, beta_step) < 1e-6:
                 break
+
+    def _fused_m_step(self) -> bool:
+        """:meth:`_whole_m_step` on the fused kernels: the per-worker sums of each
+        ``alpha`` Newton step (and halving) in one pass each, and the whole ``log beta``
+        step (each task's sums, step and halvings, which involve only its own
+        annotations) in one pass; no per-annotation or per-task temporary. False if the
+        kernels cannot run."""
+        block, probas = self._fused, self.probas_
+        k1 = float(self._log_k_minus_1)
+        codes = (block.indptr, block.worker, block.label, probas)
+
+        def alpha_sums(alphas: np.ndarray, derivatives: bool = True) -> list[np.ndarray]:
+            sums = _kernels.glad_alpha_sums(*codes, alphas, self._log_betas, k1, derivatives)
+            if sums is None:
+                raise _NoKernel
+            return list(sums)
+
+        try:
+            for _ in range(self.m_step_max_iter):
+                alpha_step = newton_step(self.alphas_, self.alpha_prior_mean, alpha_sums)
+                beta_step = _kernels.glad_beta_newton(
+                    *codes, self.alphas_, self._log_betas, k1, self.log_beta_prior_mean
+                )
+                if beta_step is None:
+                    raise _NoKernel
+                if max(alpha_step, beta_step) < 1e-6:
+                    break
+        except _NoKernel:  # a kernel failed to compile (first M-step): NumPy from here
+            self._fused = None
+            return False
+        return True
 
     def _chunked_m_step(self, data: CrowdData) -> None:
         """The M-step block by block: per-worker sums accumulated over the blocks for
@@ -245,6 +284,10 @@ class GLAD(IncrementalMixin, IterativeAggregator):
     def _e_step(self, data: CrowdData) -> float:
         if self._blocks is not None:
             return self._chunked_e_step(data)
+        if self._fused is not None:
+            log_likelihood = self._fused_e_step(data)
+            if log_likelihood is not None:
+                return log_likelihood + self._log_parameter_prior()
         x = self.alphas_[data.worker] * np.exp(self._log_betas[data.task])
         log_correct = log_sigmoid(x)
         log_wrong = (log_correct - x - self._log_k_minus_1).astype(self._dtype)
@@ -252,6 +295,31 @@ class GLAD(IncrementalMixin, IterativeAggregator):
         log_scores = correctness_log_scores(data, log_correct, log_wrong, np.log(self.priors_))
         self.probas_, log_norm = normalise_log(log_scores)
         return float(log_norm.sum()) + self._log_parameter_prior()
+
+    def _fused_e_step(self, data: CrowdData) -> float | None:
+        """The E-step by the fused kernel (None if it cannot run)."""
+        block = self._fused
+        # This fit's own table is overwritten in place (a previous fit's, which the
+        # caller may hold, is not: the first E-step of a fit makes a new one).
+        out = self.probas_ if self._probas_owned else None
+        if out is None or out.shape != (data.n_tasks, data.n_classes) or out.dtype != self._dtype:
+            out = np.empty((data.n_tasks, data.n_classes), dtype=self._dtype)
+        log_likelihood = _kernels.glad_e_step(
+            block.indptr,
+            block.worker,
+            block.label,
+            self.alphas_,
+            self._log_betas,
+            float(self._log_k_minus_1),
+            np.log(self.priors_),
+            out,
+        )
+        if log_likelihood is None:
+            self._fused = None
+            return None
+        self.probas_ = out
+        self._probas_owned = True
+        return float(log_likelihood)
 
     def _chunked_e_step(self, data: CrowdData) -> float:
         """The E-step block by block, into one (n_tasks, K) posterior array."""
@@ -311,6 +379,10 @@ class GLAD(IncrementalMixin, IterativeAggregator):
         """Task inverse difficulties ``exp(b_i)`` (keyed by task id after a fit on a
         DataFrame)."""
         return self._derived("betas_", np.exp(self._log_betas), "task")
+
+
+class _NoKernel(Exception):
+    """The fused kernels cannot run: the M-step falls back to NumPy."""
 
 
 def log_sigmoid(x: np.ndarray) -> np.ndarray:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+import crowdlearn.aggregation._kernels as _kernels
 from crowdlearn.aggregation._base import BaseAggregator, TieBreak, break_ties
 from crowdlearn.aggregation._blocks import chunked_vote_counts
 from crowdlearn.aggregation._incremental import VoteCountMixin
+from crowdlearn.aggregation.weighted_vote import fused_votes
 from crowdlearn.data import CrowdData
 
 
@@ -30,6 +32,12 @@ def _frequencies(counts: np.ndarray, n_classes: int) -> np.ndarray:
 
 def _counts(data: CrowdData, chunk_size: int | None) -> np.ndarray:
     if chunk_size is None:
+        # The cached sparse counts when the data has them, else (large data) one
+        # fused pass (crowdlearn.aggregation._kernels), else the sparse counts.
+        if "vote_counts" not in data.__dict__ and _kernels.active(data.n_annotations):
+            counts = fused_votes(data)
+            if counts is not None:
+                return counts
         return data.vote_counts.toarray()
     return chunked_vote_counts(data, chunk_size)
 
@@ -91,6 +99,11 @@ class MajorityVote(VoteCountMixin, BaseAggregator):
 
     def _from_counts(self, data: CrowdData) -> None:
         majority = break_ties(self.vote_counts_, self.tie_break, self.random_state)
+        if _kernels.ready(majority.size):  # large: one parallel pass
+            probas = _kernels.one_hot(majority, data.n_classes)
+            if probas is not None:
+                self.probas_ = probas
+                return
         # One-hot rows built in place: np.eye(K)[...] would first build a K x K array.
         self.probas_ = np.zeros((len(majority), data.n_classes))
         self.probas_[np.arange(len(majority)), majority] = 1.0

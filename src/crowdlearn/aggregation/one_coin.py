@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+import crowdlearn.aggregation._kernels as _kernels
 from crowdlearn.aggregation._base import IterativeAggregator, TieBreak, float_dtype
 from crowdlearn.aggregation._blocks import Block, BlockReader, block_posteriors
 from crowdlearn.aggregation._correctness import correctness_scores
@@ -143,8 +144,12 @@ class OneCoinDawidSkene(IncrementalEMMixin, IterativeAggregator):
     def _e_step(self, data: CrowdData) -> float:
         log_likelihood = 0.0
         for block in self._blocks:
-            probas, block_likelihood = one_coin_posterior_block(block, self.skills_, self.priors_)
-            self.probas_[block.start : block.stop] = probas
+            rows = self.probas_[block.start : block.stop]
+            probas, block_likelihood = one_coin_posterior_block(
+                block, self.skills_, self.priors_, rows
+            )
+            if probas is not rows:
+                rows[...] = probas
             log_likelihood += block_likelihood
         return log_likelihood
 
@@ -211,7 +216,13 @@ def skill_statistics(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One-coin M-step sums of one block: per worker, the posterior mass of the given
     labels and the number of annotations; per class, the posterior mass of the
-    annotated tasks. Summed over blocks."""
+    annotated tasks. Summed over blocks. Large blocks run the fused kernel
+    (:mod:`crowdlearn.aggregation._kernels`; same sums to rounding)."""
+    if _kernels.active(len(block.worker)):
+        probas = np.ascontiguousarray(probas)
+        fused = _kernels.skill_sums(block.indptr, block.worker, block.label, probas, n_workers)
+        if fused is not None:
+            return fused
     right = probas[block.task, block.label]
     sums = np.bincount(block.worker, weights=right, minlength=n_workers)
     totals = np.bincount(block.worker, minlength=n_workers)
@@ -220,10 +231,22 @@ def skill_statistics(
 
 
 def one_coin_posterior_block(
-    block: Block, skills: np.ndarray, priors: np.ndarray
+    block: Block, skills: np.ndarray, priors: np.ndarray, out: np.ndarray | None = None
 ) -> tuple[np.ndarray, float]:
-    """One-coin E-step of one block: posteriors of its tasks and their log-likelihood."""
+    """One-coin E-step of one block: posteriors of its tasks and their log-likelihood
+    (the fused kernel on large blocks, see :func:`skill_statistics`). The kernel writes
+    into ``out`` (block tasks, K) when given, of the right dtype and contiguous."""
     k = len(priors)
+    if _kernels.active(len(block.worker)):
+        log_right = np.log(skills)
+        log_wrong = np.log((1 - skills) / max(k - 1, 1))
+        if out is None or out.dtype != log_right.dtype or not out.flags.c_contiguous:
+            out = np.empty((block.n_tasks, k), dtype=log_right.dtype)
+        log_likelihood = _kernels.correctness_e_step(
+            block.indptr, block.worker, block.label, log_right, log_wrong, np.log(priors), out
+        )
+        if log_likelihood is not None:
+            return out, float(log_likelihood)
     skill = skills[block.worker]
     log_wrong = np.log((1 - skill) / max(k - 1, 1))
     log_scores = correctness_scores(

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import crowdlearn.aggregation._kernels as _kernels
 from crowdlearn.aggregation._base import BaseAggregator, TieBreak
 from crowdlearn.data import CrowdData, CrowdDataError
 from crowdlearn.data.errors import show
@@ -38,6 +39,10 @@ def weighted_scores(data: CrowdData, weights: np.ndarray) -> np.ndarray:
 
     ``weights`` holds one weight per worker code; tasks without annotations score 0.
     """
+    if _kernels.active(data.n_annotations):
+        fused = fused_votes(data, np.asarray(weights, dtype=np.float64))
+        if fused is not None:
+            return fused
     k = data.n_classes
     cells = data.task.astype(np.int64) * k + data.label
     totals = np.bincount(
@@ -46,6 +51,17 @@ def weighted_scores(data: CrowdData, weights: np.ndarray) -> np.ndarray:
         minlength=data.n_tasks * k,
     )
     return totals.reshape(data.n_tasks, k)
+
+
+def fused_votes(data: CrowdData, weights: np.ndarray | None = None) -> np.ndarray | None:
+    """(n_tasks, K) votes per class by the fused kernel, one pass over the annotations:
+    the total weight (float64) with per-worker ``weights``, else the counts (int64).
+    Parallel over ranges of whole tasks when the annotations are sorted by task (what
+    the readers of large files and the generators produce), else one sequential pass.
+    None if the kernels cannot run (see :mod:`crowdlearn.aggregation._kernels`)."""
+    return _kernels.votes(
+        data.task, data.worker, data.label, weights, data.n_tasks, data.n_classes
+    )
 
 
 def vote_shares(scores: np.ndarray) -> np.ndarray:

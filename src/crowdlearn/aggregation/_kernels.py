@@ -1,0 +1,458 @@
+"""Fused EM kernels (numba): one pass over the annotations per EM step, in parallel.
+
+The per-block EM steps of Dawid-Skene, one-coin Dawid-Skene, GLAD and the vote counts
+are, in NumPy, a chain of passes (a sparse product, ``np.bincount`` over cells, a
+softmax) each with temporaries of the annotations' size. The kernels here do each step
+in one pass over a block held in CSR form (``indptr`` per task, then the annotations'
+codes), on several cores:
+
+* a step is cut into ranges of tasks with about equal annotation counts; each range
+  is one call of a compiled sequential kernel (``nogil``) on a pool of threads.
+* **E-steps**: a range writes the posterior rows of its own tasks (no write race), in
+  cache-sized tiles (the scores of a few hundred tasks are summed, exponentiated by a
+  vectorised ``exp`` and normalised while they sit in cache: no temporary of the
+  annotations' or the tasks' size).
+* **M-steps**: each range adds into its own partial statistics (per worker or per
+  (worker, label)), which are then summed (the reduce).
+
+Each kernel computes the same arithmetic, in the same order per task, as the NumPy
+path it replaces, so the results agree to rounding (the partial sums change only the
+order of a sum; tests/aggregation/test_kernels.py checks 1e-10).
+
+**Why a thread pool rather than numba's ``prange``**: the same kernels, but numba's
+parallel regions (OpenMP's spinning barriers) lost 3-7x on a machine whose cores are
+shared with other processes, while threads that sleep on a queue cost nothing there;
+and a pool may be called from several threads at once (the Dask engine's), which
+numba's ``workqueue`` layer refuses. It also compiles several times faster.
+
+**When they run.** :func:`active` says whether a block of ``n`` annotations uses the
+kernels: numba importable, not disabled by the environment variable
+``CROWDLEARN_NO_NUMBA=1``, and ``n >= MIN_ANNOTATIONS`` (2M), or ``n >= MIN_LOADED``
+(100k) once the kernels are loaded in the process. Why: the first use in a process
+pays 0.4-0.9 s to import numba and load the cached kernels; a first Dawid-Skene fit
+in a fresh process (K=4, default tolerance, 2-core machine shared with other jobs)
+took 0.11 s on NumPy against 0.55-0.73 s with the kernels at 100k annotations, about
+the same at 1M (0.87-1.09 s against 0.97-1.15 s) and 2.1-2.7 s against 1.4-1.6 s at
+3M; once loaded, the kernels are faster from about 100k annotations. The threshold
+sits between the two measured sizes, so that a fit of 1M in a fresh process (the
+``scale`` and ``frame-fit`` benchmarks' smallest) is not slowed by numba's loading
+(nor its peak memory raised by numba's ~0.1 GB). Compiled
+kernels are cached on disk (``cache=True``: compilation is paid once per machine).
+If numba cannot be imported,
+or a kernel fails to compile, the NumPy path is used, with a one-time
+:class:`RuntimeWarning`. Threads: :func:`n_threads`, numba's setting
+(``NUMBA_NUM_THREADS``, default the number of cores; ``numba.set_num_threads``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+#: Blocks with fewer annotations keep the NumPy path while numba is not loaded in the
+#: process (see the module docstring)...
+MIN_ANNOTATIONS = 2_000_000
+#: ... and once it is (the second of the two thresholds; the smaller one applies).
+MIN_LOADED = 100_000
+
+#: Seconds for which the thread count read from numba is reused.
+THREADS_TTL = 1.0
+
+#: Upper bound, in bytes, on the per-range partial statistics of an M-step.
+PARTIAL_BYTES = 256 << 20
+
+_STATE: dict[str, Any] = {"kernels": None, "failed": False, "noted": False}
+_LOCK = threading.Lock()
+
+
+def disabled_by_environment() -> bool:
+    """Whether ``CROWDLEARN_NO_NUMBA`` asks for the NumPy path."""
+    return os.environ.get("CROWDLEARN_NO_NUMBA", "").strip().lower() not in ("", "0", "false")
+
+
+def available() -> bool:
+    """Whether the compiled kernels can be used (numba loads, not disabled)."""
+    if disabled_by_environment() or _STATE["failed"]:
+        return False
+    return _kernels() is not None
+
+
+def active(n_annotations: int) -> bool:
+    """Whether a block of ``n_annotations`` annotations runs on the kernels: at least
+    :data:`MIN_ANNOTATIONS` of them, or :data:`MIN_LOADED` once the kernels are
+    loaded in this process, and numba available."""
+    threshold = MIN_ANNOTATIONS
+    if _STATE["kernels"] is not None:
+        threshold = min(threshold, MIN_LOADED)
+    return n_annotations >= threshold and available()
+
+
+def ready(n_cells: int) -> bool:
+    """Whether the kernels are already loaded in this process (no loading cost) and
+    ``n_cells`` is at least :data:`MIN_LOADED`: for the steps after a fit (the labels'
+    tie-break), which alone would not pay numba's loading."""
+    return (
+        _STATE["kernels"] is not None
+        and n_cells >= min(MIN_ANNOTATIONS, MIN_LOADED)
+        and available()
+    )
+
+
+def _note(reason: str) -> None:
+    """The one-time note that the NumPy path is used instead."""
+    _STATE["failed"] = True
+    if not _STATE["noted"]:
+        _STATE["noted"] = True
+        warnings.warn(
+            f"crowdlearn: the compiled EM kernels are unavailable ({reason}); "
+            "using the NumPy path (same results, slower)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+def _kernels() -> Any:
+    """The module of compiled kernels (imports numba on first use), or None."""
+    if _STATE["kernels"] is None and not _STATE["failed"]:
+        try:
+            _numba_kernels = importlib.import_module("crowdlearn.aggregation._numba_kernels")
+        except Exception as error:
+            _note(f"numba could not be imported: {type(error).__name__}: {error}")
+            return None
+        _STATE["kernels"] = _numba_kernels
+    return _STATE["kernels"]
+
+
+def run(name: str, *args: Any) -> Any:
+    """Call kernel ``name`` once; None (after the one-time note) if it cannot compile."""
+    module = _kernels()
+    if module is None:
+        return None
+    try:
+        return getattr(module, name)(*args)
+    except Exception as error:
+        if _is_compile_error(error):
+            _note(f"{name} failed to compile: {type(error).__name__}: {error}")
+            return None
+        raise
+
+
+def run_ranges(name: str, bounds: np.ndarray, args: tuple, per_range: list | None = None) -> Any:
+    """Call kernel ``name(*args, first, last, *per_range[r])`` for each range ``r`` of
+    ``bounds`` on the thread pool (a single range in the calling thread); the list of
+    results, or None (after the one-time note) if the kernel cannot compile."""
+    module = _kernels()
+    if module is None:
+        return None
+    kernel = getattr(module, name)
+    n = len(bounds) - 1
+
+    def call(r: int) -> Any:
+        extra = () if per_range is None else per_range[r]
+        return kernel(*args, int(bounds[r]), int(bounds[r + 1]), *extra)
+
+    try:
+        if n == 1:
+            return [call(0)]
+        futures = [_pool().submit(call, r) for r in range(n)]
+        return [future.result() for future in futures]
+    except Exception as error:
+        if _is_compile_error(error):
+            _note(f"{name} failed to compile: {type(error).__name__}: {error}")
+            return None
+        raise
+
+
+def _is_compile_error(error: Exception) -> bool:
+    try:
+        from numba.core.errors import NumbaError
+    except Exception:
+        return False
+    return isinstance(error, NumbaError)
+
+
+def n_threads() -> int:
+    """Threads a step runs on: numba's setting (``NUMBA_NUM_THREADS``, default the
+    number of cores, or ``numba.set_num_threads``; read in the calling thread and
+    cached for :data:`THREADS_TTL` seconds, the call costs about a millisecond), 1
+    without numba, and 1 when called from a thread other than the main one: the caller
+    (Dask's workers, a user's pool) already runs several steps at once, and more
+    threads per step would only share the same cores."""
+    if _kernels() is None or threading.current_thread() is not threading.main_thread():
+        return 1
+    cached = _STATE.get("threads")
+    now = time.monotonic()
+    if cached is None or now - cached[1] > THREADS_TTL:
+        import numba
+
+        cached = (max(1, int(numba.get_num_threads())), now)
+        _STATE["threads"] = cached
+    return cached[0]
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The shared pool of worker threads, made again when the thread count changes or
+    in a forked child (whose copy of the pool has no threads)."""
+    key = (n_threads(), os.getpid())
+    pool = _STATE.get("pool")
+    if pool is None or _STATE.get("pool_key") != key:
+        with _LOCK:
+            pool = _STATE.get("pool")
+            if pool is None or _STATE.get("pool_key") != key:
+                pool = ThreadPoolExecutor(key[0], thread_name_prefix="crowdlearn")
+                _STATE["pool"], _STATE["pool_key"] = pool, key
+    return pool
+
+
+def task_ranges(indptr: np.ndarray, n_ranges: int) -> np.ndarray:
+    """Bounds (n_ranges + 1,) of task ranges with about equal annotation counts (fewer
+    when there are fewer tasks)."""
+    n_tasks = len(indptr) - 1
+    n_ranges = max(1, min(n_ranges, n_tasks))
+    # integer targets: float ones would make searchsorted copy indptr to float64
+    targets = np.linspace(0, int(indptr[-1]), n_ranges + 1)[1:-1].astype(indptr.dtype)
+    cuts = np.searchsorted(indptr, targets)
+    bounds = np.concatenate([[0], np.clip(cuts, 0, n_tasks), [n_tasks]]).astype(np.int64)
+    return np.unique(np.maximum.accumulate(bounds)) if n_tasks else np.array([0, 0])
+
+
+def sum_ranges(partial_size: int, itemsize: int = 8) -> int:
+    """Number of M-step ranges: the thread count, bounded by :data:`PARTIAL_BYTES`."""
+    fit = max(1, PARTIAL_BYTES // max(partial_size * itemsize, 1))
+    return int(max(1, min(n_threads(), fit)))
+
+
+def e_ranges(indptr: np.ndarray) -> np.ndarray:
+    """Task ranges of an E-step: a few per thread (the pool balances them)."""
+    threads = n_threads()
+    return task_ranges(indptr, 1 if threads == 1 else 4 * threads)
+
+
+def empty_gold(gold: np.ndarray | None) -> np.ndarray:
+    """The gold codes as the kernels take them: an empty array for none."""
+    return np.empty(0, dtype=np.int64) if gold is None else np.ascontiguousarray(gold)
+
+
+# ------------------------------------------------------------------ the steps
+
+
+def ds_e_step(
+    indptr: np.ndarray,
+    columns: np.ndarray,
+    table: np.ndarray,
+    log_prior: np.ndarray,
+    gold: np.ndarray | None,
+    hard: bool,
+    out: np.ndarray,
+) -> float | None:
+    """Dawid-Skene E-step of a block into ``out``; its log-likelihood (None: no kernel)."""
+    args = (indptr, columns, table, log_prior, empty_gold(gold), bool(hard))
+    bounds = e_ranges(indptr)
+    parts = run_ranges("ds_e_range", bounds, args, [(out,)] * (len(bounds) - 1))
+    return None if parts is None else float(sum(parts))
+
+
+def ds_m_step(
+    indptr: np.ndarray,
+    columns: np.ndarray,
+    probas: np.ndarray,
+    gold: np.ndarray | None,
+    lone_vote: bool,
+    n_columns: int,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Dawid-Skene M-step sums of a block: ``design.T @ probas`` and the class-prior
+    counts (None: no kernel)."""
+    k = probas.shape[1]
+    bounds = task_ranges(indptr, sum_ranges(n_columns * k + k, probas.itemsize))
+    parts = [
+        (np.zeros((n_columns, k), dtype=probas.dtype), np.zeros(k, dtype=probas.dtype))
+        for _ in range(len(bounds) - 1)
+    ]
+    args = (indptr, columns, probas, empty_gold(gold), bool(lone_vote))
+    if run_ranges("ds_m_range", bounds, args, parts) is None:
+        return None
+    counts, totals = parts[0]
+    for more_counts, more_totals in parts[1:]:
+        counts += more_counts
+        totals += more_totals
+    return counts, totals
+
+
+def correctness_e_step(
+    indptr: np.ndarray,
+    worker: np.ndarray,
+    label: np.ndarray,
+    log_right: np.ndarray,
+    log_wrong: np.ndarray,
+    log_prior: np.ndarray,
+    out: np.ndarray,
+) -> float | None:
+    """One-coin E-step (per-worker log-probabilities) into ``out``; the log-likelihood."""
+    bounds = e_ranges(indptr)
+    args = (indptr, worker, label, log_right, log_wrong, True, log_prior)
+    parts = run_ranges("correctness_e_range", bounds, args, [(out,)] * (len(bounds) - 1))
+    return None if parts is None else float(sum(parts))
+
+
+def skill_sums(
+    indptr: np.ndarray, worker: np.ndarray, label: np.ndarray, probas: np.ndarray, n_workers: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """One-coin M-step sums of a block (see one_coin.skill_statistics)."""
+    k = probas.shape[1]
+    bounds = task_ranges(indptr, sum_ranges(2 * n_workers + k))
+    parts = [
+        (np.zeros(n_workers), np.zeros(n_workers, dtype=np.int64), np.zeros(k, probas.dtype))
+        for _ in range(len(bounds) - 1)
+    ]
+    if run_ranges("skill_range", bounds, (indptr, worker, label, probas), parts) is None:
+        return None
+    sums, counts, class_totals = parts[0]
+    for more in parts[1:]:
+        sums += more[0]
+        counts += more[1]
+        class_totals += more[2]
+    return sums, counts, class_totals
+
+
+def glad_e_step(
+    indptr: np.ndarray,
+    worker: np.ndarray,
+    label: np.ndarray,
+    alphas: np.ndarray,
+    log_betas: np.ndarray,
+    log_k_minus_1: float,
+    log_prior: np.ndarray,
+    out: np.ndarray,
+) -> float | None:
+    """GLAD E-step into ``out``; the log-likelihood without the parameters' prior."""
+    bounds = e_ranges(indptr)
+    as_float32 = out.dtype == np.float32
+    args = (indptr, worker, label, alphas, log_betas, log_k_minus_1, log_prior, as_float32)
+    parts = run_ranges("glad_e_range", bounds, args, [(out,)] * (len(bounds) - 1))
+    return None if parts is None else float(sum(parts))
+
+
+def glad_alpha_sums(
+    indptr: np.ndarray,
+    worker: np.ndarray,
+    label: np.ndarray,
+    probas: np.ndarray,
+    alphas: np.ndarray,
+    log_betas: np.ndarray,
+    log_k_minus_1: float,
+    derivatives: bool,
+) -> np.ndarray | None:
+    """Per worker: GLAD's Q terms (and slopes, curvatures) in ``alpha``, (3 or 1, W)."""
+    n_out = 3 if derivatives else 1
+    bounds = task_ranges(indptr, sum_ranges(n_out * len(alphas)))
+    parts = [(np.zeros((n_out, len(alphas))),) for _ in range(len(bounds) - 1)]
+    args = (indptr, worker, label, probas, alphas, log_betas, log_k_minus_1, bool(derivatives))
+    if run_ranges("glad_alpha_range", bounds, args, parts) is None:
+        return None
+    total = parts[0][0]
+    for (more,) in parts[1:]:
+        total += more
+    return total
+
+
+def votes(
+    task: np.ndarray,
+    worker: np.ndarray,
+    label: np.ndarray,
+    weights: np.ndarray | None,
+    n_tasks: int,
+    k: int,
+) -> np.ndarray | None:
+    """(n_tasks, K) votes per class in one pass over the annotations: the total weight
+    (float64) with per-worker ``weights``, else the counts (int64). In parallel over
+    ranges of whole tasks when ``task`` is sorted (checked in the same pool), else one
+    sequential pass."""
+    n = len(task)
+    threads = n_threads()
+    ranges = np.linspace(0, n, threads + 1).astype(np.int64)
+    ordered = run_ranges("sorted_range", ranges, (task,))
+    if ordered is None:
+        return None
+    out = np.zeros((n_tasks, k), dtype=np.int64 if weights is None else np.float64)
+    weights = np.empty(0, dtype=np.int64) if weights is None else weights
+    if all(ordered) and threads > 1:
+        cuts = np.unique(run("task_cuts", task, 4 * threads))
+    else:
+        cuts = np.array([0, n], dtype=np.int64)
+    args = (task, worker, label, weights)
+    if run_ranges("votes_range", cuts, args, [(out,)] * (len(cuts) - 1)) is None:
+        return None
+    return out
+
+
+#: Rows of random keys drawn at a time by :func:`break_ties` (bounded memory).
+KEY_ROWS = 1 << 16
+
+
+def break_ties(scores: np.ndarray, random_state: int | None) -> np.ndarray | None:
+    """:func:`crowdlearn.aggregation._base.break_ties` in one pass over the table (and,
+    with ties and a ``random_state``, the same random keys drawn in slices of
+    :data:`KEY_ROWS` rows: the generator's stream is the same, the memory bounded);
+    None if the kernels cannot run or a score is NaN (NumPy's rules then apply)."""
+    scores = np.ascontiguousarray(scores)
+    n, k = scores.shape
+    labels = np.empty(n, dtype=np.int64)
+    n_top = np.empty(n, dtype=np.int64)
+    bounds = np.linspace(0, n, n_threads() + 1).astype(np.int64)
+    nan = run_ranges("top_range", bounds, (scores,), [(labels, n_top)] * (len(bounds) - 1))
+    if nan is None or sum(nan):
+        return None
+    if random_state is None:
+        return labels
+    tied = np.flatnonzero(n_top > 1)
+    if len(tied) == 0:
+        return labels
+    generator = np.random.default_rng(random_state)
+    last = int(tied[-1]) + 1
+    for start in range(0, last, KEY_ROWS):
+        stop = min(start + KEY_ROWS, last)
+        keys = generator.random((stop - start, k))
+        rows = tied[np.searchsorted(tied, start) : np.searchsorted(tied, stop)]
+        if len(rows) and run("pick_tied", scores, keys, start, rows, labels) is None:
+            return None
+    return labels
+
+
+def one_hot(labels: np.ndarray, k: int) -> np.ndarray | None:
+    """(n, K) float64 rows one-hot at ``labels``, written in one parallel pass."""
+    n = len(labels)
+    out = np.empty((n, k))
+    bounds = np.linspace(0, n, n_threads() + 1).astype(np.int64)
+    done = run_ranges(
+        "one_hot_range", bounds, (np.ascontiguousarray(labels),), [(out,)] * n_threads()
+    )
+    return None if done is None else out
+
+
+def glad_beta_newton(
+    indptr: np.ndarray,
+    worker: np.ndarray,
+    label: np.ndarray,
+    probas: np.ndarray,
+    alphas: np.ndarray,
+    log_betas: np.ndarray,
+    log_k_minus_1: float,
+    prior_mean: float,
+    max_halvings: int = 30,
+) -> float | None:
+    """GLAD's Newton step on every ``log beta`` in place (glad.newton_step with the
+    per-task sums), task by task in one pass; the largest step (None: no kernel)."""
+    trial = np.empty(len(indptr) - 1)
+    bounds = e_ranges(indptr)
+    args = (indptr, worker, label, probas, alphas, log_betas, log_k_minus_1)
+    parts = run_ranges(
+        "glad_beta_newton_range", bounds, (*args, float(prior_mean), int(max_halvings), trial)
+    )
+    return None if parts is None else float(max(parts, default=0.0))

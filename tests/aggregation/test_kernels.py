@@ -1,0 +1,291 @@
+"""The fused EM kernels (issue 46 item 1) give the NumPy path's results.
+
+Each estimator is fitted twice on the same random crowd: with the kernels forced on
+(``MIN_ANNOTATIONS = 0``) and with the NumPy path (``CROWDLEARN_NO_NUMBA=1``); the
+posteriors, parameters and objective must agree to 1e-10. Crowds: K = 2 and K = 10,
+tasks with one label (lone labels) and without any, gold classes, hard EM.
+The kernels compile once per machine (``cache=True``); these are the only tests of
+the default run that compile them.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from crowdlearn import CrowdData
+from crowdlearn.aggregation import (
+    GLAD,
+    DawidSkene,
+    MajorityVote,
+    NaiveSoft,
+    OneCoinDawidSkene,
+    Wawa,
+    _kernels,
+)
+from crowdlearn.aggregation._blocks import BlockReader, CodesDesign, block_design
+from crowdlearn.aggregation._design import log_confusion_table
+from crowdlearn.aggregation.dawid_skene import confusion_statistics, posterior_block
+
+pytest.importorskip("numba")
+
+TOL = 1e-10
+
+
+def random_crowd(seed: int, k: int, n_tasks: int = 300, n_workers: int = 25) -> CrowdData:
+    """Tasks with 0 to 6 labels (about a sixth with one: lone labels), shuffled rows."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, k, n_tasks)
+    skill = rng.uniform(0.3, 0.95, n_workers)
+    rows = []
+    for task in range(n_tasks):
+        n_labels = int(rng.choice([0, 1, 1, 2, 3, 4, 6]))
+        for worker in rng.choice(n_workers, size=n_labels, replace=False):
+            right = rng.random() < skill[worker]
+            label = truth[task] if right else rng.integers(0, k)
+            rows.append((task, worker, label))
+    task, worker, label = (np.array(column) for column in zip(*rows, strict=True))
+    order = rng.permutation(len(task))
+    return CrowdData(
+        task[order],
+        worker[order],
+        label[order],
+        n_tasks=n_tasks,
+        n_workers=n_workers,
+        n_classes=k,
+        truth=truth,
+    )
+
+
+def fit_both(monkeypatch: pytest.MonkeyPatch, make, data: CrowdData, **fit_params):
+    """The estimator fitted on the NumPy path, then on the kernels."""
+    with monkeypatch.context() as patch:
+        patch.setenv("CROWDLEARN_NO_NUMBA", "1")
+        reference = make().fit(data, **fit_params)
+    with monkeypatch.context() as patch:
+        patch.setattr(_kernels, "MIN_ANNOTATIONS", 0)
+        assert _kernels.active(data.n_annotations)
+        fused = make().fit(data, **fit_params)
+    return reference, fused
+
+
+def assert_same(reference, fused, *attributes: str) -> None:
+    for name in ("probas_", *attributes):
+        np.testing.assert_allclose(
+            getattr(fused, name), getattr(reference, name), rtol=0, atol=TOL, err_msg=name
+        )
+    if hasattr(reference, "history_"):
+        objective = reference.history_.columns[1]
+        np.testing.assert_allclose(
+            fused.history_[objective], reference.history_[objective], rtol=TOL, atol=TOL
+        )
+    np.testing.assert_array_equal(fused.labels_, reference.labels_)
+
+
+FAST = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@FAST
+@given(
+    seed=st.integers(0, 10_000),
+    k=st.sampled_from([2, 10]),
+    gold_share=st.sampled_from([0.0, 0.2]),
+    hard=st.booleans(),
+    lone_labels=st.sampled_from(["vote", "em"]),
+)
+def test_dawid_skene_kernels_equal_the_numpy_path(seed, k, gold_share, hard, lone_labels):
+    data = random_crowd(seed, k)
+    rng = np.random.default_rng(seed + 1)
+    gold = np.where(rng.random(data.n_tasks) < gold_share, data.truth, -1)
+    with pytest.MonkeyPatch.context() as patch:
+        reference, fused = fit_both(
+            patch,
+            lambda: DawidSkene(
+                max_iter=8, tol=0, progress=False, hard=hard, lone_labels=lone_labels
+            ),
+            data,
+            gold=gold if gold_share else None,
+        )
+    assert_same(reference, fused, "confusions_", "priors_")
+
+
+@FAST
+@given(seed=st.integers(0, 10_000), k=st.sampled_from([2, 10]))
+def test_one_coin_and_glad_kernels_equal_the_numpy_path(seed, k):
+    data = random_crowd(seed, k)
+    with pytest.MonkeyPatch.context() as patch:
+        reference, fused = fit_both(
+            patch, lambda: OneCoinDawidSkene(max_iter=8, tol=0, progress=False), data
+        )
+        assert_same(reference, fused, "skills_", "priors_")
+        reference, fused = fit_both(
+            patch, lambda: GLAD(max_iter=5, tol=0, progress=False, class_prior="learn"), data
+        )
+        assert fused._fused is not None
+        assert_same(reference, fused, "alphas_", "betas_", "priors_")
+
+
+@pytest.mark.parametrize("k", [2, 10])
+@pytest.mark.parametrize("by_task", [False, True])
+def test_vote_kernels_equal_the_numpy_path(monkeypatch, k, by_task):
+    data = random_crowd(3, k)
+    if by_task:  # sorted by task: the parallel pass
+        order = np.argsort(data.task, kind="stable")
+        data = CrowdData(
+            data.task[order], data.worker[order], data.label[order], n_classes=k,
+            n_tasks=data.n_tasks, n_workers=data.n_workers,
+        )  # fmt: skip
+    for make in (MajorityVote, NaiveSoft, Wawa):
+        reference, fused = fit_both(monkeypatch, make, data)
+        data.__dict__.pop("vote_counts", None)
+        assert_same(reference, fused)
+        if hasattr(reference, "vote_counts_"):
+            assert fused.vote_counts_.dtype == reference.vote_counts_.dtype
+            np.testing.assert_array_equal(fused.vote_counts_, reference.vote_counts_)
+
+
+def test_per_block_functions_take_either_design(monkeypatch):
+    """The per-block steps other drivers call (chunks, Dask, streaming) give the same
+    statistics and posteriors from the kernels' design and from SciPy's."""
+    data = random_crowd(5, 4)
+    model = DawidSkene(max_iter=3, progress=False).fit(data)
+    table, log_prior = log_confusion_table(model.confusions_), np.log(model.priors_)
+    gold = np.where(np.arange(data.n_tasks) % 7 == 0, data.truth, -1)
+    for block in BlockReader(data, chunk_size=200):
+        probas = model.probas_[block.start : block.stop]
+        sparse = block_design(block, data.n_workers, 4, np.float64)
+        monkeypatch.setattr(_kernels, "MIN_ANNOTATIONS", 0)
+        codes = block_design(block, data.n_workers, 4, np.float64)
+        monkeypatch.setattr(_kernels, "MIN_ANNOTATIONS", 1 << 62)
+        assert isinstance(codes, CodesDesign) and not isinstance(sparse, CodesDesign)
+        block_gold = gold[block.start : block.stop]
+        for rule in ("vote", "em"):
+            for got, want in zip(
+                confusion_statistics(codes, block, probas, rule, block_gold),
+                confusion_statistics(sparse, block, probas, rule, block_gold),
+                strict=True,
+            ):
+                np.testing.assert_allclose(got, want, rtol=0, atol=TOL)
+        got = posterior_block(codes, table, log_prior, block_gold, False)
+        want = posterior_block(sparse, table, log_prior, block_gold, False)
+        np.testing.assert_allclose(got[0], want[0], rtol=0, atol=TOL)
+        assert got[1] == pytest.approx(want[1], rel=TOL)
+        np.testing.assert_allclose(codes @ table, sparse @ table, rtol=0, atol=TOL)
+        np.testing.assert_allclose(codes.T @ probas, sparse.T @ probas, rtol=0, atol=TOL)
+
+
+def test_vectorised_exp_matches_numpy():
+    from crowdlearn.aggregation._numba_kernels import _exp_inplace
+
+    rng = np.random.default_rng(0)
+    values = np.concatenate(
+        [-rng.random(20_000) * 40, -rng.random(2_000) * 800, [0.0, -745.0, -746.0, -np.inf]]
+    )
+    got = values.copy()
+    scratch = np.empty(len(values), dtype=np.int64), np.empty(len(values), dtype=np.int64)
+    _exp_inplace(got, *scratch)
+    want = np.exp(values)
+    normal = want > 1e-300
+    assert np.max(np.abs(got[normal] - want[normal]) / want[normal]) < 3e-16
+    assert np.max(np.abs(got[~normal] - want[~normal])) < 1e-300
+
+
+def test_vectorised_log1p_matches_numpy():
+    from crowdlearn.aggregation._numba_kernels import _log1p_inplace
+
+    values = np.concatenate([np.random.default_rng(1).random(20_000), np.logspace(-300, 0, 500)])
+    got = values.copy()
+    _log1p_inplace(got)
+    want = np.log1p(values)
+    assert np.max(np.abs(got - want) / want) < 5e-16
+
+
+def test_environment_variable_forces_the_numpy_path(monkeypatch):
+    data = random_crowd(1, 3)
+    monkeypatch.setattr(_kernels, "MIN_ANNOTATIONS", 0)
+    monkeypatch.setenv("CROWDLEARN_NO_NUMBA", "1")
+    assert not _kernels.available() and not _kernels.active(10**9)
+    block = next(iter(BlockReader(data, None)))
+    assert not isinstance(block_design(block, data.n_workers, 3, np.float64), CodesDesign)
+    monkeypatch.setenv("CROWDLEARN_NO_NUMBA", "0")
+    assert _kernels.active(1)
+
+
+def test_numpy_fallback_with_one_note_when_numba_cannot_load(monkeypatch):
+    data = random_crowd(2, 3)
+    reference = DawidSkene(max_iter=5, tol=0, progress=False).fit(data)  # NumPy: small data
+    monkeypatch.setattr(_kernels, "MIN_ANNOTATIONS", 0)
+    monkeypatch.setattr(_kernels, "_STATE", {"kernels": None, "failed": False, "noted": False})
+    monkeypatch.setitem(sys.modules, "crowdlearn.aggregation._numba_kernels", None)
+    with pytest.warns(RuntimeWarning, match="NumPy path"):
+        first = DawidSkene(max_iter=5, tol=0, progress=False).fit(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the note is given once
+        second = OneCoinDawidSkene(max_iter=5, tol=0, progress=False).fit(data)
+    assert not _kernels.available()
+    np.testing.assert_allclose(first.probas_, reference.probas_, rtol=0, atol=0)
+    assert second.probas_.shape == reference.probas_.shape
+
+
+@pytest.mark.parametrize("k", [2, 10])
+def test_tie_break_kernel_equals_the_numpy_path(monkeypatch, k):
+    """Labels from a table with many exact ties (vote counts) and near ties (within
+    1e-12): the same classes and the same random draws, with keys drawn in slices."""
+    from crowdlearn.aggregation._base import break_ties
+
+    rng = np.random.default_rng(k)
+    scores = rng.integers(0, 3, size=(5_000, k)).astype(np.float64)
+    scores[::7, 0] += 1e-13  # within the tolerance: still a tie
+    monkeypatch.setattr(_kernels, "KEY_ROWS", 333)
+    assert _kernels.available()  # loads the kernels: the tie-break uses them once loaded
+    for tie_break, seed in (("random", 0), ("random", 5), ("lowest", 0)):
+        monkeypatch.setenv("CROWDLEARN_NO_NUMBA", "1")
+        want = break_ties(scores, tie_break, seed)
+        monkeypatch.setenv("CROWDLEARN_NO_NUMBA", "0")
+        monkeypatch.setattr(_kernels, "MIN_ANNOTATIONS", 0)
+        assert _kernels.ready(scores.size)
+        np.testing.assert_array_equal(break_ties(scores, tie_break, seed), want)
+        monkeypatch.setattr(_kernels, "MIN_ANNOTATIONS", 1 << 62)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_kernels_run_in_a_forked_child():
+    """A child forked after the pool exists (multiprocessing's fork, data loaders)
+    gets a pool of its own instead of waiting on the parent's threads."""
+    import multiprocessing
+
+    assert _kernels.available()
+    parts = _kernels.run_ranges("sorted_range", np.array([0, 5, 10]), (np.arange(10),))
+    assert parts == [True, True]
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:
+        result = pool.apply_async(_sorted_in_child).get(timeout=60)
+    assert result == [True, True]
+
+
+def _sorted_in_child() -> list:
+    return _kernels.run_ranges("sorted_range", np.array([0, 5, 10]), (np.arange(10),))
+
+
+def test_steps_called_from_another_thread_run_on_that_thread():
+    """Dask's workers (threads) already run partitions in parallel: a step called from
+    a thread other than the main one takes no more threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    assert _kernels.available()
+    with ThreadPoolExecutor(1) as outside:
+        assert outside.submit(_kernels.n_threads).result() == 1
+    data = random_crowd(4, 3)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_kernels, "MIN_ANNOTATIONS", 0)
+        with ThreadPoolExecutor(1) as outside:
+            threaded = outside.submit(
+                lambda: DawidSkene(max_iter=4, tol=0, progress=False).fit(data)
+            ).result()
+        main = DawidSkene(max_iter=4, tol=0, progress=False).fit(data)
+    np.testing.assert_allclose(threaded.probas_, main.probas_, rtol=0, atol=TOL)
