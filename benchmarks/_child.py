@@ -13,7 +13,7 @@ import os
 import resource
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +128,23 @@ def run_child(
         "status": "error",
         "error": f"exit status {process.returncode}: {' | '.join(tail) or 'no output'}",
     }
+
+
+def report_child(measure: Callable[[], dict[str, Any]]) -> int:
+    """A measuring child's ending: print ``measure()``'s report as one JSON line (a
+    failure becomes a report with ``status`` "out of memory" or "error" and where it was
+    raised, which the parent records as a row); the exit code says whether it was "ok"."""
+    import traceback
+
+    try:
+        report = measure()
+    except MemoryError:
+        report = {"status": "out of memory", "error": "MemoryError"}
+    except Exception as error:  # the parent records any failure as a row
+        last = traceback.extract_tb(error.__traceback__)[-1]
+        report = {
+            "status": "error",
+            "error": f"{type(error).__name__}: {error} ({Path(last.filename).name}:{last.lineno})",
+        }
+    print(json.dumps(report))
+    return 0 if report["status"] == "ok" else 1

@@ -14,15 +14,14 @@ as :mod:`benchmarks._measure_fit`). It prints one JSON object: ``status``,
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-import traceback
 import warnings
 from typing import Any
 
 import numpy as np
 
+from benchmarks._child import report_child
 from benchmarks._measure_fit import release_free_memory, reset_peak, status_kib
 
 
@@ -90,19 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--method", required=True)
     parser.add_argument("--npz", required=True)
     args = parser.parse_args(argv)
-    try:
-        report = measure(args.library, args.method, args.npz)
-    except MemoryError:
-        report = {"status": "out of memory", "error": "MemoryError"}
-    except Exception as error:  # the parent records any failure as a row
-        last = traceback.extract_tb(error.__traceback__)[-1]
-        report = {
-            "status": "error",
-            "error": f"{type(error).__name__}: {error} "
-            f"({last.filename.rsplit('/', 1)[-1]}:{last.lineno})",
-        }
-    print(json.dumps(report))
-    return 0 if report["status"] == "ok" else 1
+    return report_child(lambda: measure(args.library, args.method, args.npz))
 
 
 if __name__ == "__main__":

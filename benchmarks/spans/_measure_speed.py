@@ -16,14 +16,13 @@ and the strict span ``precision``, ``recall``, ``f1`` against the simulated trut
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-import traceback
 from typing import Any
 
 import numpy as np
 
+from benchmarks._child import report_child
 from benchmarks._measure_fit import release_free_memory, reset_peak, status_kib
 
 #: The simulated crowd besides its size: 5 workers per document from a pool of 100,
@@ -99,19 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--reference-repeats", type=int, default=3)
     args = parser.parse_args(argv)
-    try:
-        report = measure(args.strategy, args.n_tasks, args.seed, args.reference_repeats)
-    except MemoryError:
-        report = {"status": "out of memory", "error": "MemoryError"}
-    except Exception as error:  # the parent records any failure as a row
-        last = traceback.extract_tb(error.__traceback__)[-1]
-        report = {
-            "status": "error",
-            "error": f"{type(error).__name__}: {error} "
-            f"({last.filename.rsplit('/', 1)[-1]}:{last.lineno})",
-        }
-    print(json.dumps(report))
-    return 0 if report["status"] == "ok" else 1
+    return report_child(
+        lambda: measure(args.strategy, args.n_tasks, args.seed, args.reference_repeats)
+    )
 
 
 if __name__ == "__main__":

@@ -26,12 +26,12 @@ from __future__ import annotations
 import json
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks._child import report_child
 from benchmarks._measure_fit import status_kib
 
 
@@ -177,19 +177,13 @@ STAGES = {"generate": generate, "stream": stream, "memory": memory, "dask": dask
 
 def main(argv: list[str] | None = None) -> int:
     job = json.loads((argv if argv is not None else sys.argv[1:])[0])
-    try:
+
+    def measured() -> dict:
         report = {"status": "ok", **STAGES[job["stage"]](job)}
         report["reference_seconds"] = reference_seconds()
-    except MemoryError:
-        report = {"status": "out of memory", "error": "MemoryError"}
-    except Exception as error:  # the parent records any failure as a row
-        last = traceback.extract_tb(error.__traceback__)[-1]
-        report = {
-            "status": "error",
-            "error": f"{type(error).__name__}: {error} ({Path(last.filename).name}:{last.lineno})",
-        }
-    print(json.dumps(report))
-    return 0 if report["status"] == "ok" else 1
+        return report
+
+    return report_child(measured)
 
 
 if __name__ == "__main__":

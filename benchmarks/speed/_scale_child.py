@@ -18,12 +18,11 @@ from __future__ import annotations
 import json
 import sys
 import time
-import traceback
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks._child import report_child
 from benchmarks._measure_fit import release_free_memory, reset_peak, status_kib
 
 
@@ -112,18 +111,9 @@ def measure_dask(job: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     job = json.loads((argv if argv is not None else sys.argv[1:])[0])
-    try:
-        report = measure_memory(job) if job["engine"] == "memory" else measure_dask(job)
-    except MemoryError:
-        report = {"status": "out of memory", "error": "MemoryError"}
-    except Exception as error:  # the parent records any failure as a row
-        last = traceback.extract_tb(error.__traceback__)[-1]
-        report = {
-            "status": "error",
-            "error": f"{type(error).__name__}: {error} ({Path(last.filename).name}:{last.lineno})",
-        }
-    print(json.dumps(report))
-    return 0 if report["status"] == "ok" else 1
+    return report_child(
+        lambda: measure_memory(job) if job["engine"] == "memory" else measure_dask(job)
+    )
 
 
 if __name__ == "__main__":

@@ -52,33 +52,19 @@ else:
     np = lazy_module("numpy")
     pd = lazy_module("pandas")
 
-#: What --kind spans reads without the readers of the other layouts.
-FOLDER_LAYOUT = (
-    "a folder of per-worker CoNLL files, FOLDER/mturk_train_data/WORKER/DOC.txt with "
-    "FOLDER/ground_truth/DOC.txt"
-)
 #: The header line of each task in tags.conll and in a --truth file.
 DOCSTART = "-DOCSTART-"
 
 
 # ---------------------------------------------------------------------------- reading
 def read_spans(data: str, duplicates: str = "error") -> Spans:
-    """DATA read as spans: through ``crowdlearn.io.read_kind(DATA, "spans")`` where the io
-    package knows the kind (every layout it reads), else the NER-MTurk folder layout
-    (:func:`crowdlearn.io.conll_folders.read_conll_folders`)."""
+    """DATA read as spans, through ``crowdlearn.io.read_kind(DATA, "spans")`` (every
+    layout :mod:`crowdlearn.io.spans` reads)."""
     from crowdlearn.data.spans import Spans
     from crowdlearn.io import kinds as io_kinds
 
     require_input(data)
-    if "spans" in io_kinds.KINDS:
-        answers = io_kinds.read_kind(data, "spans", duplicates=duplicates)
-    else:
-        if data == "-" or not Path(data).is_dir():
-            where = "standard input" if data == "-" else "a file"
-            raise CrowdDataError(f"{data}: --kind spans reads {FOLDER_LAYOUT}, not {where}")
-        from crowdlearn.io.conll_folders import read_conll_folders
-
-        answers = read_conll_folders(data)
+    answers = io_kinds.read_kind(data, "spans", duplicates=duplicates)
     if not isinstance(answers, Spans):
         raise CrowdDataError(f"{data}: holds {type(answers).__name__}, not spans")
     return answers

@@ -17,14 +17,9 @@ from typing import Any
 import click
 
 from crowdlearn._atomic import atomic_open
-from crowdlearn.cli._output import Outputs, require_input
+from crowdlearn.cli._output import Outputs
+from crowdlearn.cli._spans import read_spans
 from crowdlearn.data import CrowdDataError
-
-#: The layout read when ``crowdlearn.io`` does not know the spans kind.
-FOLDER_LAYOUT = (
-    "a folder of per-worker CoNLL files (FOLDER/mturk_train_data/WORKER/DOC.txt and "
-    "FOLDER/ground_truth/DOC.txt, as NER-MTurk ships them)"
-)
 
 #: ``learn`` options that set a span learner's parameter, and the parameter.
 TRAINING_NAMES = {
@@ -36,27 +31,6 @@ TRAINING_NAMES = {
     "seed": "random_state",
     "hidden": "hidden",
 }
-
-
-def read_spans(data: str, duplicates: str = "error") -> Any:
-    """DATA read as spans: through ``crowdlearn.io.read_kind(DATA, "spans")`` where the io
-    package knows the kind, else the NER-MTurk folder layout."""
-    from crowdlearn.data.spans import Spans
-    from crowdlearn.io import kinds as io_kinds
-
-    require_input(data)
-    if "spans" in getattr(io_kinds, "KINDS", ()):
-        answers = io_kinds.read_kind(data, "spans", duplicates=duplicates)
-    else:
-        if data == "-" or not Path(data).is_dir():
-            where = "standard input" if data == "-" else "a file"
-            raise CrowdDataError(f"{data}: --kind spans reads {FOLDER_LAYOUT}, not {where}")
-        from crowdlearn.io.conll_folders import read_conll_folders
-
-        answers = read_conll_folders(data)
-    if not isinstance(answers, Spans):
-        raise CrowdDataError(f"{data}: holds {type(answers).__name__}, not spans")
-    return answers
 
 
 def list_span_methods() -> None:
