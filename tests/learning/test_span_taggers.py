@@ -160,15 +160,23 @@ def test_same_seed_same_tagger(split) -> None:
 
 
 def test_two_stage_trains_on_the_aggregate(split) -> None:
-    """Hard: one sequence per document, majority vote's tags; soft: its token shares."""
+    """Hard: one sequence per document, the aggregator's tags; soft: its token
+    distributions; without an aggregator named, the default span aggregator's."""
+    from crowdlearn.aggregation.spans import DEFAULT_SPAN_STRATEGY, SPAN_STRATEGIES
+
     train, _ = split
     mv = TokenMajorityVote().fit(train)
-    hard = TwoStageTagger(**FAST)
+    hard = TwoStageTagger(aggregator="mv", **FAST)
     sequences = hard._sequences(train)
     assert [s[1] for s in sequences] == [-1] * train.n_tasks
     assert all(np.array_equal(s[2], t) for s, t in zip(sequences, mv.tags_, strict=True))
-    soft = TwoStageTagger(soft=True, **FAST)._sequences(train)
+    soft = TwoStageTagger(aggregator="mv", soft=True, **FAST)._sequences(train)
     assert all(np.allclose(s[2], m) for s, m in zip(soft, mv.marginals_, strict=True))
+    default = SPAN_STRATEGIES[DEFAULT_SPAN_STRATEGY]().fit(train)
+    plain = TwoStageTagger(**FAST)._sequences(train)
+    assert all(np.array_equal(s[2], t) for s, t in zip(plain, default.tags_, strict=True))
+    assert make_span_learner("mv+tagger").aggregator == "mv"
+    assert make_span_learner("hmm+tagger").aggregator == "hmm"
     with pytest.raises(CrowdDataError, match="unknown span aggregator 'nope'"):
         TwoStageTagger(aggregator="nope", **FAST).fit(train)
 

@@ -5,8 +5,9 @@
 (:data:`SPAN_LEARNERS`, made by :func:`make_span_learner`):
 
 * ``twostage`` (``twostage[soft=true]``, ``twostage[aggregator=mv]``): the tagger
-  trained on the aggregated tags (``mv+tagger``), or on the aggregator's token tag
-  distributions by the expected CRF likelihood (``soft+tagger``);
+  trained on the aggregated tags of the default span aggregator, HMM-Crowd
+  (``hmm+tagger``; ``mv+tagger`` with majority vote's), or on the aggregator's token tag
+  distributions by the expected CRF likelihood (``soft+tagger``, majority vote's);
 * ``crowdlayer``: the Crowd Layer for sequences, a per-worker transform of the tagger's
   token scores, trained on every worker's tags (Rodrigues & Pereira 2018);
 * ``conal``: CoNAL for sequences, common and individual transforms (Chu et al. 2021);
@@ -86,14 +87,20 @@ def make_span_learner(spec: str, **params: Any) -> SpanLearner:
 register_span_learner(
     "twostage",
     TwoStageTagger,
-    "aggregate the tags (twostage[aggregator=mv]), then train the tagger on them; "
-    "soft=true: on the token tag shares",
+    "aggregate the tags (the default span aggregator, hmm; twostage[aggregator=NAME]), "
+    "then train the tagger on them; soft=true: on the token tag distributions",
 )
-register_span_learner("mv+tagger", TwoStageTagger, "majority-vote tags, then the tagger")
+register_span_learner(
+    "hmm+tagger", TwoStageTagger, "HMM-Crowd tags, then the tagger", aggregator="hmm"
+)
+register_span_learner(
+    "mv+tagger", TwoStageTagger, "majority-vote tags, then the tagger", aggregator="mv"
+)
 register_span_learner(
     "soft+tagger",
     TwoStageTagger,
     "majority vote's token tag shares as soft targets (expected CRF likelihood)",
+    aggregator="mv",
     soft=True,
 )
 register_span_learner(

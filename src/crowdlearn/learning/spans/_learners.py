@@ -497,9 +497,13 @@ class TwoStageTagger(SpanLearner):
 
     Parameters
     ----------
-    aggregator : str, default "mv"
+    aggregator : str, optional
         A span aggregator's name (``crowdlearn.aggregation.spans.SPAN_STRATEGIES``);
-        it must give ``tags_`` and, with ``soft``, ``marginals_``.
+        it must give ``tags_`` and, with ``soft``, ``marginals_``. Default: the default
+        span aggregator (``DEFAULT_SPAN_STRATEGY``, HMM-Crowd): in ``spans-learning``
+        (benchmarks/pages/spans.md) the tagger trained on its tags beats the one
+        trained on majority-vote tags (``mv+tagger``, ``aggregator="mv"``) on held-out
+        documents.
     soft : bool, default False
         Train on the aggregator's token tag distributions (``marginals_``: for majority
         vote, the share of the document's workers who gave each tag) by the expected
@@ -508,15 +512,15 @@ class TwoStageTagger(SpanLearner):
         See :class:`SpanLearner`.
     """
 
-    def __init__(self, aggregator: str = "mv", soft: bool = False, **training: Any) -> None:
+    def __init__(self, aggregator: str | None = None, soft: bool = False, **training: Any) -> None:
         self.aggregator = aggregator
         self.soft = soft
         super().__init__(**training)
 
     def _sequences(self, data: Spans) -> list[tuple[int, int, np.ndarray]]:
-        from crowdlearn.aggregation.spans import SPAN_STRATEGIES
+        from crowdlearn.aggregation.spans import DEFAULT_SPAN_STRATEGY, SPAN_STRATEGIES
 
-        name = str(self.aggregator).lower()
+        name = str(self.aggregator or DEFAULT_SPAN_STRATEGY).lower()
         if name not in SPAN_STRATEGIES:
             raise CrowdDataError(
                 f"unknown span aggregator {self.aggregator!r}; the span aggregators are: "
