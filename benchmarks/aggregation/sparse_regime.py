@@ -215,6 +215,150 @@ class VoteSharePrior(DawidSkene):
         self.priors_ = self._vote_shares.astype(self._dtype)
 
 
+class _AnchoredPrior(DawidSkene):
+    """The default rule, with the class prior re-estimated by :meth:`_class_prior`
+    (the third round of candidates, issue 43's last goal). Keeps what the answers
+    show: each annotated task's vote frequencies ``f_i``, its number of labels
+    ``n_i``, the vote shares (mean of ``f_i``) and the majority shares (mean of each
+    task's majority classes, ties sharing the task)."""
+
+    def _initialize(
+        self, data: CrowdData, gold: Any = None, initial_confusions: Any = None
+    ) -> None:
+        super()._initialize(data, gold, initial_confusions)
+        votes = data.vote_counts.toarray().astype(np.float64)
+        n_labels = votes.sum(axis=1)
+        self._annotated = n_labels > 0
+        votes = votes[self._annotated]
+        self._n_labels = n_labels[self._annotated]
+        self._frequencies = votes / self._n_labels[:, None]
+        self._vote_shares = self._frequencies.mean(axis=0)
+        top = (votes == votes.max(axis=1, keepdims=True)).astype(np.float64)
+        self._majority_shares = (top / top.sum(axis=1, keepdims=True)).mean(axis=0)
+        self._previous_prior: np.ndarray | None = None
+
+    def _set_parameters(self, counts: np.ndarray, totals: np.ndarray, n_workers: int) -> None:
+        self._set_confusions(counts, totals, n_workers)
+        prior = self._class_prior(totals)
+        self.priors_ = (prior / prior.sum()).astype(self._dtype)
+        self._previous_prior = np.asarray(self.priors_, dtype=np.float64)
+
+    def _set_confusions(self, counts: np.ndarray, totals: np.ndarray, n_workers: int) -> None:
+        super()._set_parameters(counts, totals, n_workers)
+
+    def _class_prior(self, totals: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+class VoteShareDirichlet(_AnchoredPrior):
+    """MAP class prior under a Dirichlet centred on the vote shares, of strength
+    ``sum_i 1 / n_i`` pseudo-tasks: a task with one label adds a whole pseudo-task
+    (its class is only what its label says), a task with ``n`` labels ``1 / n`` of
+    one (the prior matters with few labels a task and fades with many; no constant
+    fitted)."""
+
+    def _class_prior(self, totals: np.ndarray) -> np.ndarray:
+        return totals + (1 / self._n_labels).sum() * self._vote_shares
+
+
+class VotePosteriorBlend(_AnchoredPrior):
+    """Each annotated task counts in the class prior by ``1 / n_i`` of its vote
+    frequencies and ``1 - 1 / n_i`` of its posterior: the lone-label rule (a lone
+    label counts as its own class) carried over to tasks with more labels."""
+
+    def _class_prior(self, totals: np.ndarray) -> np.ndarray:
+        weight = (1 / self._n_labels)[:, None]
+        posteriors = self.probas_[self._annotated]
+        return ((1 - weight) * posteriors + weight * self._frequencies).sum(axis=0)
+
+
+class MajorityShares(_AnchoredPrior):
+    """The class prior held at the majority vote's class shares (ties sharing their
+    task): where workers are better than chance the vote's winners are nearer the
+    class shares than the answers are (ZenCrowd's majority class)."""
+
+    def _class_prior(self, totals: np.ndarray) -> np.ndarray:
+        return self._majority_shares
+
+
+class MajorityShareDirichlet(_AnchoredPrior):
+    """:class:`VoteShareDirichlet` centred on the majority shares."""
+
+    def _class_prior(self, totals: np.ndarray) -> np.ndarray:
+        return totals + (1 / self._n_labels).sum() * self._majority_shares
+
+
+class LikelihoodPrior(_AnchoredPrior):
+    """The class prior as the mean of the tasks' prior-free posteriors (their
+    likelihoods under the confusions, normalised; a lone label counts as its class):
+    EM's prior re-enters the posteriors it is averaged from, and on the failing cells
+    this loop drifts; a control of whether cutting it stops the drift."""
+
+    def _class_prior(self, totals: np.ndarray) -> np.ndarray:
+        if self._previous_prior is None:
+            return totals
+        free = self.probas_[self._annotated] / self._previous_prior
+        free /= free.sum(axis=1, keepdims=True)
+        lone = self._n_labels == 1
+        return free[~lone].sum(axis=0) + self._frequencies[lone].sum(axis=0)
+
+
+def _class_weighted_confusions(
+    model: DawidSkene, counts: np.ndarray, totals: np.ndarray, n_workers: int, prior: np.ndarray
+) -> None:
+    """The default M-step of the confusions, with row ``k``'s pseudo-counts scaled by
+    ``K * prior_k`` (equal to the default under a uniform prior)."""
+    model._statistics = (counts, totals)
+    k = counts.shape[1]
+    rows = counts.reshape(n_workers, k, k).transpose(0, 2, 1)
+    pseudo = k * prior[:, None] * (model.smoothing + model.diagonal_prior * np.eye(k))
+    model._initial = None
+    model.confusions_ = (rows + pseudo) / (rows + pseudo).sum(axis=2, keepdims=True)
+    model.confusions_ = model.confusions_.astype(model._dtype)
+
+
+class ClassWeightedPrior(_AnchoredPrior):
+    """The confusion prior's pseudo-answers drawn from tasks of the classes as often
+    as real tasks are (row ``k`` gets ``K * rho_k`` times the default's
+    pseudo-counts): on Bluebirds' thinned sets the rare class's rows hold almost only
+    the default prior (an error rate of 2.4 %), so one answer of the frequent class
+    decides a task; the class prior as the default estimates it."""
+
+    def _set_confusions(self, counts: np.ndarray, totals: np.ndarray, n_workers: int) -> None:
+        prior = self._previous_prior
+        if prior is None:
+            prior = totals / totals.sum()
+        _class_weighted_confusions(self, counts, totals, n_workers, prior)
+
+    def _class_prior(self, totals: np.ndarray) -> np.ndarray:
+        return totals + self.prior_smoothing
+
+
+class ClassWeightedVoteShares(ClassWeightedPrior):
+    """:class:`ClassWeightedPrior` with the class prior held at the vote shares."""
+
+    def _class_prior(self, totals: np.ndarray) -> np.ndarray:
+        return self._vote_shares
+
+
+class CavityVoteShares(Cavity):
+    """:class:`Cavity`'s confusion counts (each label's own vote out of its task's
+    posterior: the heavy ZenCrowd workers confirm their own labels) with the class
+    prior held at the vote shares."""
+
+    def _initialize(
+        self, data: CrowdData, gold: Any = None, initial_confusions: Any = None
+    ) -> None:
+        super()._initialize(data, gold, initial_confusions)
+        votes = data.vote_counts.toarray().astype(np.float64)
+        shares = frequencies(votes[votes.sum(axis=1) > 0], np.dtype(np.float64)).mean(axis=0)
+        self._vote_shares = shares
+
+    def _set_parameters(self, counts: np.ndarray, totals: np.ndarray, n_workers: int) -> None:
+        super()._set_parameters(counts, totals, n_workers)
+        self.priors_ = self._vote_shares.astype(self._dtype)
+
+
 #: Candidate rules of the candidates table (column label -> estimator class).
 CANDIDATES: dict[str, type] = {
     "counts only": CountsOnly,
@@ -223,6 +367,14 @@ CANDIDATES: dict[str, type] = {
     "pooled prior": PooledPrior,
     "vote-share prior": VoteSharePrior,
     "one-coin": OneCoinDawidSkene,
+    "vote-share Dirichlet": VoteShareDirichlet,
+    "vote/posterior blend": VotePosteriorBlend,
+    "majority-share prior": MajorityShares,
+    "majority-share Dirichlet": MajorityShareDirichlet,
+    "likelihood prior": LikelihoodPrior,
+    "class-weighted confusion prior": ClassWeightedPrior,
+    "class-weighted + vote shares": ClassWeightedVoteShares,
+    "cavity + vote shares": CavityVoteShares,
 }
 
 
