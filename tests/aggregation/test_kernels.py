@@ -216,6 +216,52 @@ def test_environment_variable_forces_the_numpy_path(monkeypatch):
     assert _kernels.active(1)
 
 
+def test_the_size_threshold_falls_with_the_methods_cost_per_annotation(monkeypatch):
+    """Before numba is loaded, a method whose NumPy iterations cost more per annotation
+    (more classes, GLAD's transcendentals) takes the kernels on fewer annotations."""
+    monkeypatch.setattr(_kernels, "_STATE", {"kernels": None, "failed": False, "noted": False})
+    monkeypatch.setattr(_kernels, "available", lambda: True)
+    n = 500_000
+    assert not _kernels.active(n)  # the votes, and a two-class Dawid-Skene
+    assert not _kernels.active(n, _kernels.weight("ds", 2))
+    assert not _kernels.active(n, _kernels.weight("onecoin", 4))
+    assert _kernels.active(n, _kernels.weight("ds", 10))
+    assert _kernels.active(n, _kernels.weight("onecoin", 10))
+    assert _kernels.active(n, _kernels.weight("glad", 2))
+    assert not _kernels.active(100_000, _kernels.weight("glad", 2))
+    assert _kernels.weight("mv", 10) == 1.0
+    # once loaded, every method takes them from MIN_LOADED annotations
+    monkeypatch.setitem(_kernels._STATE, "kernels", object())
+    assert _kernels.active(_kernels.MIN_LOADED) and not _kernels.active(_kernels.MIN_LOADED - 1)
+
+
+def test_a_ten_class_fit_of_half_a_million_takes_the_kernels(monkeypatch):
+    """Dawid-Skene's design is built for the kernels from 400k annotations at K=10
+    (numba not yet loaded), and stays on SciPy at K=2."""
+    if not _kernels.available():
+        pytest.skip("numba unavailable")
+    monkeypatch.setattr(_kernels, "_STATE", {**_kernels._STATE, "kernels": None})
+    monkeypatch.setattr(_kernels, "available", lambda: True)
+    rng = np.random.default_rng(0)
+    n_tasks, per_task = 100_000, 5
+    task = np.repeat(np.arange(n_tasks), per_task)
+    block = next(
+        iter(
+            BlockReader(
+                CrowdData(
+                    task=task,
+                    worker=(task * 7 + np.tile(np.arange(per_task), n_tasks)) % 500,
+                    label=rng.integers(0, 2, task.size),
+                    n_classes=10,
+                ),
+                None,
+            )
+        )
+    )
+    assert isinstance(block_design(block, 500, 10, np.float64), CodesDesign)
+    assert not isinstance(block_design(block, 500, 2, np.float64), CodesDesign)
+
+
 def test_numpy_fallback_with_one_note_when_numba_cannot_load(monkeypatch):
     data = random_crowd(2, 3)
     reference = DawidSkene(max_iter=5, tol=0, progress=False).fit(data)  # NumPy: small data

@@ -27,16 +27,23 @@ numba's ``workqueue`` layer refuses. It also compiles several times faster.
 
 **When they run.** :func:`active` says whether a block of ``n`` annotations uses the
 kernels: numba importable, not disabled by the environment variable
-``CROWDLEARN_NO_NUMBA=1``, and ``n >= MIN_ANNOTATIONS`` (2M), or ``n >= MIN_LOADED``
-(100k) once the kernels are loaded in the process. Why: the first use in a process
-pays 0.4-0.9 s to import numba and load the cached kernels; a first Dawid-Skene fit
-in a fresh process (K=4, default tolerance, 2-core machine shared with other jobs)
-took 0.11 s on NumPy against 0.55-0.73 s with the kernels at 100k annotations, about
-the same at 1M (0.87-1.09 s against 0.97-1.15 s) and 2.1-2.7 s against 1.4-1.6 s at
-3M; once loaded, the kernels are faster from about 100k annotations. The threshold
-sits between the two measured sizes, so that a fit of 1M in a fresh process (the
-``scale`` and ``frame-fit`` benchmarks' smallest) is not slowed by numba's loading
-(nor its peak memory raised by numba's ~0.1 GB). Compiled
+``CROWDLEARN_NO_NUMBA=1``, and ``n * weight >= MIN_ANNOTATIONS`` (2M), or ``n >=
+MIN_LOADED`` (100k) once the kernels are loaded in the process. Why: the first use in
+a process pays a fixed cost to import numba and load the cached kernels (0.24-0.27 s
+for :func:`available` alone on the shared 2-core machine, load about 3; more on first
+calls), while the NumPy path's cost per iteration grows with the annotations times
+the classes (its (annotations, K) temporaries), and GLAD's with its transcendentals.
+``weight`` (:func:`weight`) is ``K / 2`` for Dawid-Skene and one-coin, 10 for GLAD, 1
+for the one-pass votes. Measured by ``benchmarks/speed/_kernel_threshold.py`` (a first
+fit in a fresh process, NumPy / kernels, medians of 3 for DS and 2 for the others,
+machine shared at load about 3, 2026-11-27): DS K=2 0.25 at 1M, 1.19 at 2M; K=4 0.25
+at 500k, 0.94 at 1M, 1.41 at 2M; K=10 0.25 at 100k, 1.37 at 250k, 1.93 at 500k;
+one-coin K=2 0.67 at 1M, 1.98 at 2M; K=4 1.29 at 1M; K=10 0.78 at 250k, 1.18 at
+500k; GLAD K=2 0.43 at 100k, 1.31 at 250k; K=4 0.81 at 100k, 1.46 at 250k. The
+thresholds (2M at K=2, 1M at K=4, 400k at K=10, 200k for GLAD) sit at the measured
+crossings; a fit of 1M two-class annotations in a fresh process (the ``scale`` and
+``frame-fit`` benchmarks' smallest) stays on NumPy and does not take numba's ~0.1 GB.
+Compiled
 kernels are cached on disk (``cache=True``: compilation is paid once per machine).
 If numba cannot be imported,
 or a kernel fails to compile, the NumPy path is used, with a one-time
@@ -84,14 +91,35 @@ def available() -> bool:
     return _kernels() is not None
 
 
-def active(n_annotations: int) -> bool:
+def active(n_annotations: int, weight: float = 1.0) -> bool:
     """Whether a block of ``n_annotations`` annotations runs on the kernels: at least
-    :data:`MIN_ANNOTATIONS` of them, or :data:`MIN_LOADED` once the kernels are
-    loaded in this process, and numba available."""
-    threshold = MIN_ANNOTATIONS
+    :data:`MIN_ANNOTATIONS` divided by ``weight`` of them, or :data:`MIN_LOADED` once
+    the kernels are loaded in this process, and numba available.
+
+    ``weight`` is the method's NumPy cost per annotation and iteration relative to
+    a two-class Dawid-Skene's (:func:`weight`): the loading cost is fixed, so a
+    method whose NumPy iterations cost more pays it back on fewer annotations."""
+    threshold = MIN_ANNOTATIONS / max(weight, 1.0)
     if _STATE["kernels"] is not None:
         threshold = min(threshold, MIN_LOADED)
     return n_annotations >= threshold and available()
+
+
+#: Relative NumPy cost of a GLAD iteration per annotation (:func:`weight`).
+GLAD_WEIGHT = 10.0
+
+
+def weight(method: str, n_classes: int) -> float:
+    """The ``weight`` of :func:`active` for an EM method: ``n_classes / 2`` for
+    Dawid-Skene and one-coin (their NumPy steps build (annotations, K) temporaries),
+    :data:`GLAD_WEIGHT` for GLAD (exponentials and logarithms per annotation), 1 for
+    the one-pass votes. Set from ``benchmarks/speed/_kernel_threshold.py`` (the
+    module docstring gives its measurements)."""
+    if method == "glad":
+        return GLAD_WEIGHT
+    if method in ("ds", "onecoin"):
+        return max(n_classes, 2) / 2
+    return 1.0
 
 
 def ready(n_cells: int) -> bool:

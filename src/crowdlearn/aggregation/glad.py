@@ -162,7 +162,9 @@ class GLAD(IncrementalMixin, IterativeAggregator):
         # Unchunked and large: the annotations as one CSR block for the fused kernels.
         self._fused = None
         self._probas_owned = False
-        if self.chunk_size is None and _kernels.active(data.n_annotations):
+        if self.chunk_size is None and _kernels.active(
+            data.n_annotations, _kernels.weight("glad", data.n_classes)
+        ):
             self._fused = next(iter(BlockReader(data, None)))
         self._e_step(data)  # posteriors under the initial parameters
 
