@@ -170,6 +170,30 @@ def run_ranges(name: str, bounds: np.ndarray, args: tuple, per_range: list | Non
         raise
 
 
+def run_ranges_each(name: str, args: tuple, per_range: list) -> Any:
+    """Call kernel ``name(*args, *per_range[r])`` for each ``r`` on the thread pool (a
+    single one in the calling thread); the list of results, or None (after the
+    one-time note) if the kernel cannot compile."""
+    module = _kernels()
+    if module is None:
+        return None
+    kernel = getattr(module, name)
+
+    def call(r: int) -> Any:
+        return kernel(*args, *per_range[r])
+
+    try:
+        if len(per_range) == 1:
+            return [call(0)]
+        futures = [_pool().submit(call, r) for r in range(len(per_range))]
+        return [future.result() for future in futures]
+    except Exception as error:
+        if _is_compile_error(error):
+            _note(f"{name} failed to compile: {type(error).__name__}: {error}")
+            return None
+        raise
+
+
 def _is_compile_error(error: Exception) -> bool:
     try:
         from numba.core.errors import NumbaError
@@ -283,6 +307,42 @@ def ds_m_step(
         counts += more_counts
         totals += more_totals
     return counts, totals
+
+
+def ds_em_step(
+    indptr: np.ndarray,
+    columns: np.ndarray,
+    table: np.ndarray,
+    log_prior: np.ndarray,
+    gold: np.ndarray | None,
+    hard: bool,
+    lone_vote: bool,
+    n_columns: int,
+    out: np.ndarray,
+) -> tuple[float, np.ndarray, np.ndarray] | None:
+    """:func:`ds_e_step` into ``out`` and, in the same pass over the annotations,
+    :func:`ds_m_step` of the posteriors it writes (the next M-step's sums): the
+    log-likelihood, ``counts`` and ``totals`` (None: no kernel). Ranges: two per
+    thread (the pool balances them), each adding into its own partial sums, summed
+    in range order (the same result whatever thread ran which range)."""
+    k = table.shape[1]
+    threads = n_threads()
+    wanted = 1 if threads == 1 else 2 * threads
+    fit = max(1, PARTIAL_BYTES // max((n_columns * k + k) * out.itemsize, 1))
+    bounds = task_ranges(indptr, int(min(wanted, fit)))
+    parts = [
+        (out, np.zeros((n_columns, k), dtype=out.dtype), np.zeros(k, dtype=out.dtype))
+        for _ in range(len(bounds) - 1)
+    ]
+    args = (indptr, columns, table, log_prior, empty_gold(gold), bool(hard), bool(lone_vote))
+    likelihoods = run_ranges("ds_em_range", bounds, args, parts)
+    if likelihoods is None:
+        return None
+    _, counts, totals = parts[0]
+    for _, more_counts, more_totals in parts[1:]:
+        counts += more_counts
+        totals += more_totals
+    return float(sum(likelihoods)), counts, totals
 
 
 def correctness_e_step(
@@ -456,3 +516,92 @@ def glad_beta_newton(
         "glad_beta_newton_range", bounds, (*args, float(prior_mean), int(max_halvings), trial)
     )
     return None if parts is None else float(max(parts, default=0.0))
+
+
+# ------------------------------------------------------------------ NumPy's PCG64 stream
+
+_PCG_MULTIPLIER = 0x2360ED051FC65DA44385DF649FCCF645
+_MASK128 = (1 << 128) - 1
+_MASK64 = (1 << 64) - 1
+
+
+def _split(value: int) -> tuple[int, int]:
+    return value >> 64, value & _MASK64
+
+
+def pcg64_maps(random_state: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """For the draws of ``np.random.default_rng(random_state).random(...)`` computed
+    in the kernels: the generator's first state (2,), the maps (A high, A low, C high,
+    C low) of 2^i steps (64, 4) and of 1..k steps (k, 4), as uint64; None when the
+    generator is not a seeded PCG64 (a Generator passed in, whose stream the NumPy path
+    would consume)."""
+    if not isinstance(random_state, (int, np.integer)) or isinstance(random_state, bool):
+        return None
+    bit_generator = np.random.default_rng(random_state).bit_generator
+    state = bit_generator.state
+    if state.get("bit_generator") != "PCG64":
+        return None
+    start, increment = int(state["state"]["state"]), int(state["state"]["inc"])
+    powers = np.empty((64, 4), dtype=np.uint64)
+    mult, plus = _PCG_MULTIPLIER, increment
+    for i in range(64):
+        powers[i] = (*_split(mult), *_split(plus))
+        plus = ((mult + 1) * plus) & _MASK128
+        mult = (mult * mult) & _MASK128
+    cells = np.empty((k, 4), dtype=np.uint64)
+    mult, plus = _PCG_MULTIPLIER, increment
+    for c in range(k):
+        cells[c] = (*_split(mult), *_split(plus))
+        plus = (plus * _PCG_MULTIPLIER + increment) & _MASK128
+        mult = (mult * _PCG_MULTIPLIER) & _MASK128
+    return np.array(_split(start), dtype=np.uint64), powers, cells
+
+
+def majority_vote(
+    task: np.ndarray,
+    label: np.ndarray,
+    n_tasks: int,
+    k: int,
+    tie_break: str,
+    random_state: int | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Majority vote in one parallel pass over annotations sorted by task: the vote
+    counts (n_tasks, K) int64, the one-hot posteriors (n_tasks, K) and the labels
+    (n_tasks,), equal to the NumPy path's (vote counts, ``_base.break_ties`` with the
+    same random keys, one-hot rows). None where it does not apply (annotations not
+    sorted by task, a tie-break the NumPy path refuses or a seed that is not an
+    integer: the NumPy path then runs, with its errors) or the kernel cannot run."""
+    if tie_break == "random":
+        maps = pcg64_maps(random_state, k) if random_state is not None else None
+        if maps is None:
+            return None
+    elif tie_break == "lowest":
+        maps = (np.zeros(2, np.uint64), np.zeros((64, 4), np.uint64), np.zeros((k, 4), np.uint64))
+    else:
+        return None
+    n = len(task)
+    threads = n_threads()
+    cuts = np.array([0, n], dtype=np.int64)
+    if threads > 1 and n:
+        cut = run("task_cuts", task, 4 * threads)
+        if cut is None:
+            return None
+        cuts = np.unique(cut)
+    inner = task[np.minimum(cuts[1:-1], max(n - 1, 0))].astype(np.int64)
+    task_bounds = np.concatenate([[0], inner, [n_tasks]]).astype(np.int64)
+    if np.any(np.diff(task_bounds) < 0):
+        return None  # not sorted by task
+    counts = np.empty((n_tasks, k), dtype=np.int64)
+    probas = np.empty((n_tasks, k))
+    labels = np.empty(n_tasks, dtype=np.int64)
+    start, powers, cells = maps
+    args = (task, label)
+    per_range = [
+        (int(task_bounds[r]), int(task_bounds[r + 1]), tie_break == "random", powers, cells,
+         start, int(cuts[r]), int(cuts[r + 1]), counts, probas, labels)
+        for r in range(len(cuts) - 1)
+    ]  # fmt: skip
+    done = run_ranges_each("majority_range", args, per_range)
+    if done is None or not all(done):
+        return None
+    return counts, probas, labels

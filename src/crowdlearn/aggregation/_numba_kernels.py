@@ -80,8 +80,14 @@ def _exp_inplace(values, bits, bits2):
 def _softmax_rows(tile, m, bits, bits2, shifts, norms):
     """Rows ``0..m-1`` of ``tile`` (log-scores) replaced by their softmax; ``shifts``
     and ``norms`` get each row's maximum and sum of ``exp(score - maximum)`` (the log
-    normaliser is ``shift + log(norm)``). NumPy path: _design.normalise_log."""
+    normaliser is ``shift + log(norm)``). NumPy path: _design.normalise_log.
+
+    With two classes the larger score's term is ``exp(0) = 1`` exactly, so only the
+    other one is exponentiated (one ``exp`` a row instead of two; the same values)."""
     k = tile.shape[1]
+    if k == 2:
+        _softmax_pairs(tile, m, bits, bits2, shifts, norms)
+        return
     for i in range(m):
         shift = tile[i, 0]
         for c in range(1, k):
@@ -99,6 +105,35 @@ def _softmax_rows(tile, m, bits, bits2, shifts, norms):
         norms[i] = norm
         for c in range(k):
             tile[i, c] = tile[i, c] / norm
+
+
+@njit(**_OPTIONS)
+def _softmax_pairs(tile, m, bits, bits2, shifts, norms):
+    """:func:`_softmax_rows` of a (rows, 2) tile: per row ``e = exp(low - high)``
+    (vectorised over the tile, in ``norms`` first), then ``high / (1 + e)`` ... as
+    the general loop computes them: ``exp(0) = 1``, ``norm = 0 + v0 + v1``."""
+    for i in range(m):
+        a = tile[i, 0]
+        b = tile[i, 1]
+        if b > a:
+            shifts[i] = b
+            norms[i] = a - b
+        else:
+            shifts[i] = a
+            norms[i] = b - a
+    _exp_inplace(norms[:m], bits[:m], bits2[:m])
+    for i in range(m):
+        e = norms[i]
+        if tile[i, 1] > tile[i, 0]:
+            v0 = e
+            v1 = 1.0
+        else:
+            v0 = 1.0
+            v1 = e
+        norm = (0.0 + v0) + v1
+        norms[i] = norm
+        tile[i, 0] = v0 / norm
+        tile[i, 1] = v1 / norm
 
 
 @njit(**_OPTIONS)
@@ -152,6 +187,37 @@ def _tile_buffers(k):
 
 
 @njit(**_OPTIONS)
+def _ds_tile_scores(indptr, columns, table, log_prior, gold, has_gold, start, m, tile, joints):
+    """Log-scores of tasks ``start..start+m-1`` into rows ``0..m-1`` of ``tile`` (the
+    sum of their annotations' table rows, plus the log prior), and the gold class's
+    score in ``joints`` (0 without gold)."""
+    k = table.shape[1]
+    for i in range(m):
+        t = start + i
+        row = tile[i]
+        if k == 2:  # binary: the two sums in registers
+            first_sum = 0.0
+            second_sum = 0.0
+            for a in range(indptr[t], indptr[t + 1]):
+                j = columns[a]
+                first_sum += table[j, 0]
+                second_sum += table[j, 1]
+            row[0] = first_sum + log_prior[0]
+            row[1] = second_sum + log_prior[1]
+        else:
+            for c in range(k):
+                row[c] = 0.0
+            for a in range(indptr[t], indptr[t + 1]):
+                source = table[columns[a]]
+                for c in range(k):
+                    row[c] += source[c]
+            for c in range(k):
+                row[c] += log_prior[c]
+        g = gold[t] if has_gold else -1
+        joints[i] = row[g] if g >= 0 else 0.0
+
+
+@njit(**_OPTIONS)
 def ds_e_range(indptr, columns, table, log_prior, gold, hard, first, last, out):
     """Dawid-Skene E-step of tasks ``first..last-1`` into ``out`` (n_tasks, K); returns
     their log-likelihood. ``columns``: ``worker * K + label`` per annotation;
@@ -164,31 +230,30 @@ def ds_e_range(indptr, columns, table, log_prior, gold, hard, first, last, out):
     total = 0.0
     for start in range(first, last, rows):
         m = min(rows, last - start)
-        for i in range(m):
-            t = start + i
-            row = tile[i]
-            if k == 2:  # binary: the two sums in registers
-                first_sum = 0.0
-                second_sum = 0.0
-                for a in range(indptr[t], indptr[t + 1]):
-                    j = columns[a]
-                    first_sum += table[j, 0]
-                    second_sum += table[j, 1]
-                row[0] = first_sum + log_prior[0]
-                row[1] = second_sum + log_prior[1]
-            else:
-                for c in range(k):
-                    row[c] = 0.0
-                for a in range(indptr[t], indptr[t + 1]):
-                    source = table[columns[a]]
-                    for c in range(k):
-                        row[c] += source[c]
-                for c in range(k):
-                    row[c] += log_prior[c]
-            g = gold[t] if has_gold else -1
-            joints[i] = row[g] if g >= 0 else 0.0
+        _ds_tile_scores(indptr, columns, table, log_prior, gold, has_gold, start, m, tile, joints)
         _softmax_rows(tile, m, bits, bits2, shifts, norms)
         total += _write_rows(tile, m, start, gold, has_gold, hard, joints, shifts, norms, out)
+    return total
+
+
+@njit(**_OPTIONS)
+def ds_em_range(
+    indptr, columns, table, log_prior, gold, hard, lone_vote, first, last, out, counts, totals
+):
+    """:func:`ds_e_range` of tasks ``first..last-1``, and, tile by tile while the
+    tile's codes and posteriors are in cache, :func:`ds_m_range` of the posteriors
+    just written (the next M-step's sums, added to ``counts`` and ``totals``): one
+    pass over the annotations for both steps. Returns the log-likelihood."""
+    k = table.shape[1]
+    has_gold = len(gold) > 0
+    rows, tile, bits, bits2, shifts, norms, joints = _tile_buffers(k)
+    total = 0.0
+    for start in range(first, last, rows):
+        m = min(rows, last - start)
+        _ds_tile_scores(indptr, columns, table, log_prior, gold, has_gold, start, m, tile, joints)
+        _softmax_rows(tile, m, bits, bits2, shifts, norms)
+        total += _write_rows(tile, m, start, gold, has_gold, hard, joints, shifts, norms, out)
+        ds_m_range(indptr, columns, out, gold, lone_vote, start, start + m, counts, totals)
     return total
 
 
@@ -710,3 +775,130 @@ def glad_beta_newton_range(
             log_betas[t] += step
             largest = max(largest, abs(step))
     return largest
+
+
+# ------------------------------------------------------------------ NumPy's PCG64 stream
+#
+# ``np.random.default_rng(seed).random(shape)``'s draws, computed where they are needed:
+# PCG64's state is a 128-bit LCG (``s <- s * MULT + inc mod 2^128``; a draw is the
+# XSL-RR output of the new state, its top 53 bits a double in [0, 1)), so the state
+# after ``n`` steps is an affine map of the first one, ``A_n s + C_n``, and draw ``n``
+# is reached by the maps of the powers of two of ``n`` (a few multiplications) instead
+# of ``n`` draws. 128-bit values are pairs of uint64 (high, low).
+
+_MASK32 = np.uint64(0xFFFFFFFF)
+_U32 = np.uint64(32)
+_U64_ONE = np.uint64(1)
+_U64_ZERO = np.uint64(0)
+_U11 = np.uint64(11)
+_U63 = np.uint64(63)
+_U58 = np.uint64(58)
+
+
+@njit(**_OPTIONS)
+def _mul_hi(a, b):
+    """The high 64 bits of the 128-bit product of two uint64."""
+    a0 = a & _MASK32
+    a1 = a >> _U32
+    b0 = b & _MASK32
+    b1 = b >> _U32
+    p00 = a0 * b0
+    p01 = a0 * b1
+    p10 = a1 * b0
+    p11 = a1 * b1
+    mid = (p00 >> _U32) + (p01 & _MASK32) + (p10 & _MASK32)
+    return p11 + (p01 >> _U32) + (p10 >> _U32) + (mid >> _U32)
+
+
+@njit(**_OPTIONS)
+def _affine(map_row, high, low):
+    """``A s + C mod 2^128`` for ``map_row`` = (A high, A low, C high, C low)."""
+    a_high = map_row[0]
+    a_low = map_row[1]
+    product_low = a_low * low
+    product_high = _mul_hi(a_low, low) + a_low * high + a_high * low
+    new_low = product_low + map_row[3]
+    carry = _U64_ONE if new_low < product_low else _U64_ZERO
+    return product_high + map_row[2] + carry, new_low
+
+
+@njit(**_OPTIONS)
+def _advance(powers, high, low, steps):
+    """The state ``steps`` (>= 0) steps on: ``powers[i]`` is the map of ``2^i`` steps."""
+    i = 0
+    while steps > 0:
+        if steps & 1:
+            high, low = _affine(powers[i], high, low)
+        steps >>= 1
+        i += 1
+    return high, low
+
+
+@njit(**_OPTIONS)
+def _draw(high, low):
+    """The double NumPy's PCG64 draws from state (high, low) (already stepped)."""
+    value = high ^ low
+    rotation = high >> _U58
+    value = (value >> rotation) | (value << ((_U64_ZERO - rotation) & _U63))
+    return float(value >> _U11) * (1.0 / 9007199254740992.0)
+
+
+# ------------------------------------------------------------------ majority vote
+
+
+@njit(**_OPTIONS)
+def majority_range(
+    task, label, first_task, last_task, random, powers, cells, start,
+    first, last, counts, probas, labels,
+):  # fmt: skip
+    """Majority vote of tasks ``first_task..last_task-1``, whose annotations (sorted by
+    task) are ``first..last-1``, in one pass: each task's vote counts (``counts``), its
+    class (the first of the largest counts; with ``random`` and a tie, the tied class
+    of largest key ``np.random.default_rng(seed).random((n_tasks, K))[t]``, the keys
+    drawn only for tied tasks: ``start`` is the generator's first state, ``powers``
+    the maps of 2^i steps, ``cells[c]`` that of ``c + 1`` steps), ``labels`` and the
+    one-hot row of ``probas``. NumPy path: weighted_vote.fused_votes (or the sparse
+    counts), _base.break_ties, the one-hot rows of MajorityVote. Returns False if
+    the annotations are not sorted by task (some left over; the results are then
+    void)."""
+    k = counts.shape[1]
+    a = first
+    high = start[0]
+    low = start[1]
+    position = 0
+    for t in range(first_task, last_task):
+        row = counts[t]
+        for c in range(k):
+            row[c] = 0
+        while a < last and task[a] == t:
+            row[label[a]] += 1
+            a += 1
+        best = row[0]
+        pick = 0
+        n_top = 1
+        for c in range(1, k):
+            value = row[c]
+            if value > best:
+                best = value
+                pick = c
+                n_top = 1
+            elif value == best:
+                n_top += 1
+        if random and n_top > 1:
+            base = t * k
+            high, low = _advance(powers, high, low, base - position)
+            position = base
+            key = -2.0
+            for c in range(k):
+                if row[c] == best:
+                    cell_high, cell_low = _affine(cells[c], high, low)
+                    value_key = _draw(cell_high, cell_low)
+                    if value_key > key:
+                        key = value_key
+                        pick = c
+        labels[t] = pick
+        out = probas[t]
+        for c in range(k):
+            out[c] = 0.0
+        out[pick] = 1.0
+    return a == last
