@@ -259,6 +259,15 @@ def e_ranges(indptr: np.ndarray) -> np.ndarray:
     return task_ranges(indptr, 1 if threads == 1 else 4 * threads)
 
 
+def unsigned(codes: np.ndarray) -> np.ndarray:
+    """Non-negative integer codes as the unsigned type of their width (a view): numba
+    then indexes with them without the check for a negative index (about a tenth of a
+    two-class Dawid-Skene step)."""
+    if codes.dtype.kind == "i" and codes.flags.c_contiguous:
+        return codes.view(f"u{codes.dtype.itemsize}")
+    return codes
+
+
 def empty_gold(gold: np.ndarray | None) -> np.ndarray:
     """The gold codes as the kernels take them: an empty array for none."""
     return np.empty(0, dtype=np.int64) if gold is None else np.ascontiguousarray(gold)
@@ -277,7 +286,7 @@ def ds_e_step(
     out: np.ndarray,
 ) -> float | None:
     """Dawid-Skene E-step of a block into ``out``; its log-likelihood (None: no kernel)."""
-    args = (indptr, columns, table, log_prior, empty_gold(gold), bool(hard))
+    args = (indptr, unsigned(columns), table, log_prior, empty_gold(gold), bool(hard))
     bounds = e_ranges(indptr)
     parts = run_ranges("ds_e_range", bounds, args, [(out,)] * (len(bounds) - 1))
     return None if parts is None else float(sum(parts))
@@ -299,7 +308,7 @@ def ds_m_step(
         (np.zeros((n_columns, k), dtype=probas.dtype), np.zeros(k, dtype=probas.dtype))
         for _ in range(len(bounds) - 1)
     ]
-    args = (indptr, columns, probas, empty_gold(gold), bool(lone_vote))
+    args = (indptr, unsigned(columns), probas, empty_gold(gold), bool(lone_vote))
     if run_ranges("ds_m_range", bounds, args, parts) is None:
         return None
     counts, totals = parts[0]
@@ -334,7 +343,8 @@ def ds_em_step(
         (out, np.zeros((n_columns, k), dtype=out.dtype), np.zeros(k, dtype=out.dtype))
         for _ in range(len(bounds) - 1)
     ]
-    args = (indptr, columns, table, log_prior, empty_gold(gold), bool(hard), bool(lone_vote))
+    codes = unsigned(columns)
+    args = (indptr, codes, table, log_prior, empty_gold(gold), bool(hard), bool(lone_vote))
     likelihoods = run_ranges("ds_em_range", bounds, args, parts)
     if likelihoods is None:
         return None
@@ -520,6 +530,8 @@ def glad_beta_newton(
 
 # ------------------------------------------------------------------ NumPy's PCG64 stream
 
+#: Row gaps between tied tasks reached by one precomputed map (longer: powers of two).
+ROWS_AHEAD = 64
 _PCG_MULTIPLIER = 0x2360ED051FC65DA44385DF649FCCF645
 _MASK128 = (1 << 128) - 1
 _MASK64 = (1 << 64) - 1
@@ -529,10 +541,11 @@ def _split(value: int) -> tuple[int, int]:
     return value >> 64, value & _MASK64
 
 
-def pcg64_maps(random_state: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def pcg64_maps(random_state: Any, k: int) -> tuple[np.ndarray, ...] | None:
     """For the draws of ``np.random.default_rng(random_state).random(...)`` computed
     in the kernels: the generator's first state (2,), the maps (A high, A low, C high,
-    C low) of 2^i steps (64, 4) and of 1..k steps (k, 4), as uint64; None when the
+    C low) of 2^i steps (64, 4), of 1..k steps (k, 4) and of d rows (d k steps,
+    d < :data:`ROWS_AHEAD`) (ROWS_AHEAD, 4), as uint64; None when the
     generator is not a seeded PCG64 (a Generator passed in, whose stream the NumPy path
     would consume)."""
     if not isinstance(random_state, (int, np.integer)) or isinstance(random_state, bool):
@@ -554,7 +567,15 @@ def pcg64_maps(random_state: int, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
         cells[c] = (*_split(mult), *_split(plus))
         plus = (plus * _PCG_MULTIPLIER + increment) & _MASK128
         mult = (mult * _PCG_MULTIPLIER) & _MASK128
-    return np.array(_split(start), dtype=np.uint64), powers, cells
+    rows_ahead = np.zeros((ROWS_AHEAD, 4), dtype=np.uint64)
+    row_mult = (int(cells[-1, 0]) << 64) | int(cells[-1, 1])  # the map of k steps
+    row_plus = (int(cells[-1, 2]) << 64) | int(cells[-1, 3])
+    mult, plus = 1, 0  # the map of d rows (d * k steps), d = 0, 1, ...
+    for d in range(ROWS_AHEAD):
+        rows_ahead[d] = (*_split(mult), *_split(plus))
+        plus = (plus * row_mult + row_plus) & _MASK128
+        mult = (mult * row_mult) & _MASK128
+    return np.array(_split(start), dtype=np.uint64), powers, cells, rows_ahead
 
 
 def majority_vote(
@@ -576,7 +597,8 @@ def majority_vote(
         if maps is None:
             return None
     elif tie_break == "lowest":
-        maps = (np.zeros(2, np.uint64), np.zeros((64, 4), np.uint64), np.zeros((k, 4), np.uint64))
+        none = np.zeros((1, 4), np.uint64)
+        maps = (np.zeros(2, np.uint64), none, none, none)
     else:
         return None
     n = len(task)
@@ -594,11 +616,11 @@ def majority_vote(
     counts = np.empty((n_tasks, k), dtype=np.int64)
     probas = np.empty((n_tasks, k))
     labels = np.empty(n_tasks, dtype=np.int64)
-    start, powers, cells = maps
+    start, powers, cells, rows_ahead = maps
     args = (task, label)
     per_range = [
         (int(task_bounds[r]), int(task_bounds[r + 1]), tie_break == "random", powers, cells,
-         start, int(cuts[r]), int(cuts[r + 1]), counts, probas, labels)
+         rows_ahead, start, int(cuts[r]), int(cuts[r + 1]), counts, probas, labels)
         for r in range(len(cuts) - 1)
     ]  # fmt: skip
     done = run_ranges_each("majority_range", args, per_range)
