@@ -404,7 +404,8 @@ def glad_e_step(
     """GLAD E-step into ``out``; the log-likelihood without the parameters' prior."""
     bounds = e_ranges(indptr)
     as_float32 = out.dtype == np.float32
-    args = (indptr, worker, label, alphas, log_betas, log_k_minus_1, log_prior, as_float32)
+    codes = (indptr, unsigned(worker), unsigned(label))
+    args = (*codes, alphas, log_betas, log_k_minus_1, log_prior, as_float32)
     parts = run_ranges("glad_e_range", bounds, args, [(out,)] * (len(bounds) - 1))
     return None if parts is None else float(sum(parts))
 
@@ -423,7 +424,8 @@ def glad_alpha_sums(
     n_out = 3 if derivatives else 1
     bounds = task_ranges(indptr, sum_ranges(n_out * len(alphas)))
     parts = [(np.zeros((n_out, len(alphas))),) for _ in range(len(bounds) - 1)]
-    args = (indptr, worker, label, probas, alphas, log_betas, log_k_minus_1, bool(derivatives))
+    codes = (indptr, unsigned(worker), unsigned(label))
+    args = (*codes, probas, alphas, log_betas, log_k_minus_1, bool(derivatives))
     if run_ranges("glad_alpha_range", bounds, args, parts) is None:
         return None
     total = parts[0][0]
@@ -521,7 +523,7 @@ def glad_beta_newton(
     per-task sums), task by task in one pass; the largest step (None: no kernel)."""
     trial = np.empty(len(indptr) - 1)
     bounds = e_ranges(indptr)
-    args = (indptr, worker, label, probas, alphas, log_betas, log_k_minus_1)
+    args = (indptr, unsigned(worker), unsigned(label), probas, alphas, log_betas, log_k_minus_1)
     parts = run_ranges(
         "glad_beta_newton_range", bounds, (*args, float(prior_mean), int(max_halvings), trial)
     )

@@ -436,8 +436,9 @@ def _glad_values(
 ):
     """For the annotations of tasks ``start..stop-1`` (from ``indptr[start]``): ``x =
     alpha_j beta_i`` in ``xs``, ``log sigma(x) = min(x, 0) - log1p(exp(-|x|))`` in
-    ``right`` (glad.log_sigmoid) and, with ``sig``, ``sigma(x)`` in ``sigma``;
-    ``beta_i`` of the tile's tasks in ``betas``,
+    ``right`` (glad.log_sigmoid) and, with ``sig``, ``sigma(x)`` in ``sigma`` (from
+    the same ``exp(-|x|)``: a division instead of a third ``exp``); ``beta_i`` of the
+    tile's tasks in ``betas``,
     each computed by a vectorised loop over the tile. Returns their number."""
     begin = indptr[start]
     m = stop - start
@@ -452,13 +453,13 @@ def _glad_values(
     for i in range(n):
         right[i] = -abs(xs[i])
     _exp_inplace(right[:n], bits[:n], bits2[:n])
+    if sig:  # sigma(x) = 1 / (1 + e) (x >= 0) or e / (1 + e), e = exp(-|x|): no exp
+        for i in range(n):
+            e = right[i]
+            sigma[i] = (1.0 if xs[i] >= 0.0 else e) / (1.0 + e)
     _log1p_inplace(right[:n])
     for i in range(n):
         right[i] = min(xs[i], 0.0) - right[i]
-    if sig:
-        for i in range(n):
-            sigma[i] = right[i]
-        _exp_inplace(sigma[:n], bits[:n], bits2[:n])
     return n
 
 
