@@ -402,3 +402,26 @@ def _counting(calls: list, run):
         return run(name, *args)
 
     return counted
+
+
+def test_glad_beta_step_from_the_alpha_trials_sums_equals_its_own():
+    """The log beta step started from the per-task sums written by a trial of the
+    alphas (glad_alpha_sums with task_sums) is the step computed from scratch."""
+    data = sorted_crowd(9, 4, n_tasks=500)
+    block = next(iter(BlockReader(data, None)))
+    rng = np.random.default_rng(0)
+    alphas = rng.uniform(0.2, 2.0, data.n_workers)
+    log_betas = rng.normal(0.0, 0.5, data.n_tasks)
+    probas = rng.dirichlet(np.ones(4), data.n_tasks)
+    codes = (block.indptr, block.worker, block.label, probas)
+    task_sums = np.full((data.n_tasks, 4), np.nan)
+    k1 = float(np.log(3))
+    with_sums = _kernels.glad_alpha_sums(*codes, alphas, log_betas, k1, False, task_sums)
+    without = _kernels.glad_alpha_sums(*codes, alphas, log_betas, k1, False)
+    np.testing.assert_array_equal(with_sums, without)
+    assert np.isfinite(task_sums).all()
+    given, scratch = log_betas.copy(), log_betas.copy()
+    step = _kernels.glad_beta_newton(*codes, alphas, given, k1, 0.0, task_sums=task_sums)
+    want = _kernels.glad_beta_newton(*codes, alphas, scratch, k1, 0.0)
+    assert step == want
+    np.testing.assert_array_equal(given, scratch)

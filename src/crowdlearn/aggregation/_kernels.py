@@ -419,13 +419,17 @@ def glad_alpha_sums(
     log_betas: np.ndarray,
     log_k_minus_1: float,
     derivatives: bool,
+    task_sums: np.ndarray | None = None,
 ) -> np.ndarray | None:
-    """Per worker: GLAD's Q terms (and slopes, curvatures) in ``alpha``, (3 or 1, W)."""
+    """Per worker: GLAD's Q terms (and slopes, curvatures) in ``alpha``, (3 or 1, W).
+    With ``task_sums`` (n_tasks, 4), each task's sums for the ``log beta`` step at
+    these parameters are written there as well (see glad_alpha_range)."""
     n_out = 3 if derivatives else 1
     bounds = task_ranges(indptr, sum_ranges(n_out * len(alphas)))
     parts = [(np.zeros((n_out, len(alphas))),) for _ in range(len(bounds) - 1)]
     codes = (indptr, unsigned(worker), unsigned(label))
-    args = (*codes, probas, alphas, log_betas, log_k_minus_1, bool(derivatives))
+    ahead = np.empty((0, 4)) if task_sums is None else task_sums
+    args = (*codes, probas, alphas, log_betas, log_k_minus_1, bool(derivatives), ahead)
     if run_ranges("glad_alpha_range", bounds, args, parts) is None:
         return None
     total = parts[0][0]
@@ -518,14 +522,20 @@ def glad_beta_newton(
     log_k_minus_1: float,
     prior_mean: float,
     max_halvings: int = 30,
+    task_sums: np.ndarray | None = None,
 ) -> float | None:
     """GLAD's Newton step on every ``log beta`` in place (glad.newton_step with the
-    per-task sums), task by task in one pass; the largest step (None: no kernel)."""
+    per-task sums), task by task in one pass; the largest step (None: no kernel).
+    ``task_sums``: the per-task sums at the current parameters, when the last trial
+    of ``alpha`` computed them (glad_alpha_sums): not computed again."""
     trial = np.empty(len(indptr) - 1)
     bounds = e_ranges(indptr)
     args = (indptr, unsigned(worker), unsigned(label), probas, alphas, log_betas, log_k_minus_1)
+    ahead = np.empty((0, 4)) if task_sums is None else task_sums
     parts = run_ranges(
-        "glad_beta_newton_range", bounds, (*args, float(prior_mean), int(max_halvings), trial)
+        "glad_beta_newton_range",
+        bounds,
+        (*args, float(prior_mean), int(max_halvings), trial, ahead),
     )
     return None if parts is None else float(max(parts, default=0.0))
 

@@ -528,13 +528,41 @@ def glad_e_range(
 
 
 @njit(**_OPTIONS)
+def _beta_sums(indptr, label, probas, xs, rights, sigma, begin, t, log_k_minus_1):
+    """GLAD's Q term of task ``t`` and the sums of its slope, bend and Fisher terms in
+    ``log beta_t`` (glad._QTerms.by_log_beta), from its annotations' values in the
+    tile buffers."""
+    value = 0.0
+    slope_sum = 0.0
+    bend_sum = 0.0
+    fisher_sum = 0.0
+    for a in range(indptr[t], indptr[t + 1]):
+        i = a - begin
+        right = float(probas[t, label[a]])
+        x = xs[i]
+        value += rights[i] - (1.0 - right) * (x + log_k_minus_1)
+        s = sigma[i]
+        slope = (right - s) * x
+        fisher = s * (1.0 - s) * x**2
+        slope_sum += slope
+        bend_sum += fisher - slope
+        fisher_sum += fisher
+    return value, slope_sum, bend_sum, fisher_sum
+
+
+@njit(**_OPTIONS)
 def glad_alpha_range(
-    indptr, worker, label, probas, alphas, log_betas, log_k_minus_1, derivatives, first, last, out
-):
+    indptr, worker, label, probas, alphas, log_betas, log_k_minus_1, derivatives, task_sums,
+    first, last, out,
+):  # fmt: skip
     """Add, per worker, the sums over the annotations of tasks ``first..last-1`` of
     GLAD's Q term and (with ``derivatives``) its slope and curvature in ``alpha``
-    (glad._QTerms.by_alpha) to ``out`` (3 or 1, n_workers)."""
+    (glad._QTerms.by_alpha) to ``out`` (3 or 1, n_workers). With a non-empty
+    ``task_sums`` (n_tasks, 4), also each task's sums of :func:`_beta_sums` at these
+    ``alphas`` (what the ``log beta`` step that follows a trial of ``alpha`` starts
+    from, when the trial is the step taken: its values are computed once)."""
     xs, rights, sigma, bits, bits2, betas = _glad_buffers(indptr, first, last)
+    ahead = len(task_sums) > 0
     for start in range(first, last, GLAD_TILE):
         stop = min(start + GLAD_TILE, last)
         _glad_values(
@@ -550,7 +578,7 @@ def glad_alpha_range(
             bits,
             bits2,
             betas,
-            derivatives,
+            derivatives or ahead,
         )
         begin = indptr[start]
         for t in range(start, stop):
@@ -564,6 +592,12 @@ def glad_alpha_range(
                     s = sigma[i]
                     out[1, w] += (right - s) * beta
                     out[2, w] += s * (1.0 - s) * beta**2
+            if ahead:
+                sums = _beta_sums(
+                    indptr, label, probas, xs, rights, sigma, begin, t, log_k_minus_1
+                )
+                for j in range(4):
+                    task_sums[t, j] = sums[j]
     return 0
 
 
@@ -697,6 +731,7 @@ def glad_beta_newton_range(
     prior_mean,
     max_halvings,
     trial,
+    task_sums,
     first,
     last,
 ):
@@ -705,35 +740,33 @@ def glad_beta_newton_range(
     :func:`glad_beta_range`, done task by task (each ``b_i`` owns only its task's terms,
     so the step, its halvings and the test that the task's objective did not decrease
     need no other task: one pass instead of one per halving, and no per-task
-    temporaries). ``trial``: scratch (n_tasks,). Returns the largest step taken."""
+    temporaries). ``trial``: scratch (n_tasks,). ``task_sums``: each task's sums at
+    the current parameters from :func:`glad_alpha_range` (n_tasks, 4), or empty (then
+    computed here). Returns the largest step taken."""
     xs, rights, sigma, bits, bits2, betas = _glad_buffers(indptr, first, last)
     steps = np.empty(GLAD_TILE)
     currents = np.empty(GLAD_TILE)
     worse_first = np.empty(GLAD_TILE, dtype=np.bool_)
+    given = len(task_sums) > 0
     largest = 0.0
     for start in range(first, last, GLAD_TILE):
         stop = min(start + GLAD_TILE, last)
-        _glad_values(
-            indptr, worker, alphas, log_betas, start, stop, xs, rights, sigma, bits, bits2,
-            betas, True,
-        )  # fmt: skip
+        if not given:
+            _glad_values(
+                indptr, worker, alphas, log_betas, start, stop, xs, rights, sigma, bits, bits2,
+                betas, True,
+            )  # fmt: skip
         begin = indptr[start]
         for t in range(start, stop):
-            value = 0.0
-            slope_sum = 0.0
-            bend_sum = 0.0
-            fisher_sum = 0.0
-            for a in range(indptr[t], indptr[t + 1]):
-                i = a - begin
-                right = float(probas[t, label[a]])
-                x = xs[i]
-                value += rights[i] - (1.0 - right) * (x + log_k_minus_1)
-                s = sigma[i]
-                slope = (right - s) * x
-                fisher = s * (1.0 - s) * x**2
-                slope_sum += slope
-                bend_sum += fisher - slope
-                fisher_sum += fisher
+            if given:
+                value = task_sums[t, 0]
+                slope_sum = task_sums[t, 1]
+                bend_sum = task_sums[t, 2]
+                fisher_sum = task_sums[t, 3]
+            else:
+                value, slope_sum, bend_sum, fisher_sum = _beta_sums(
+                    indptr, label, probas, xs, rights, sigma, begin, t, log_k_minus_1
+                )
             param = log_betas[t]
             currents[t - start] = value - 0.5 * (param - prior_mean) ** 2
             gradient = slope_sum - (param - prior_mean)
