@@ -304,18 +304,29 @@ def ds_m_step(
     counts (None: no kernel)."""
     k = probas.shape[1]
     bounds = task_ranges(indptr, sum_ranges(n_columns * k + k, probas.itemsize))
-    parts = [
-        (np.zeros((n_columns, k), dtype=probas.dtype), np.zeros(k, dtype=probas.dtype))
-        for _ in range(len(bounds) - 1)
-    ]
+    tables = [_partial_table(n_columns, k, probas.dtype) for _ in range(len(bounds) - 1)]
+    parts = [(partial[:-1], partial[-1]) for partial in tables]
     args = (indptr, unsigned(columns), probas, empty_gold(gold), bool(lone_vote))
     if run_ranges("ds_m_range", bounds, args, parts) is None:
         return None
-    counts, totals = parts[0]
-    for more_counts, more_totals in parts[1:]:
-        counts += more_counts
-        totals += more_totals
-    return counts, totals
+    return _summed(tables)
+
+
+def _partial_table(n_columns: int, k: int, dtype: Any) -> np.ndarray:
+    """One range's partial Dawid-Skene M-step sums: ``counts`` (n_columns, K) and, as
+    its last row, ``totals`` (K,): each range's totals in its own table, never in a
+    cache line that another thread writes (small arrays allocated one after the other
+    can share one, and every task adds to its totals)."""
+    return np.zeros((n_columns + 1, k), dtype=dtype)
+
+
+def _summed(tables: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The partial tables of :func:`_partial_table` summed in range order: (counts,
+    totals)."""
+    total = tables[0]
+    for more in tables[1:]:
+        total += more
+    return total[:-1], total[-1].copy()
 
 
 def ds_em_step(
@@ -339,20 +350,14 @@ def ds_em_step(
     wanted = 1 if threads == 1 else 2 * threads
     fit = max(1, PARTIAL_BYTES // max((n_columns * k + k) * out.itemsize, 1))
     bounds = task_ranges(indptr, int(min(wanted, fit)))
-    parts = [
-        (out, np.zeros((n_columns, k), dtype=out.dtype), np.zeros(k, dtype=out.dtype))
-        for _ in range(len(bounds) - 1)
-    ]
+    tables = [_partial_table(n_columns, k, out.dtype) for _ in range(len(bounds) - 1)]
+    parts = [(out, partial[:-1], partial[-1]) for partial in tables]
     codes = unsigned(columns)
     args = (indptr, codes, table, log_prior, empty_gold(gold), bool(hard), bool(lone_vote))
     likelihoods = run_ranges("ds_em_range", bounds, args, parts)
     if likelihoods is None:
         return None
-    _, counts, totals = parts[0]
-    for _, more_counts, more_totals in parts[1:]:
-        counts += more_counts
-        totals += more_totals
-    return float(sum(likelihoods)), counts, totals
+    return (float(sum(likelihoods)), *_summed(tables))
 
 
 def correctness_e_step(

@@ -59,6 +59,15 @@ from crowdlearn.aggregation._incremental_em import (
 )
 from crowdlearn.data import CrowdData, CrowdDataError
 
+#: Up to this many classes the E-step's pass also adds the next M-step's sums
+#: (:func:`_fused_em_block`). With more, a tile's gathers from the table of log
+#: confusions and scatters into the table of counts (each K^2 per worker) compete
+#: for the cache: timed on one thread with 2,000 workers, the fused pass was a few
+#: per cent slower than the two passes at K=10 and a few per cent faster at K=2
+#: (where it also saves reading the codes a second time, what bounds the steps when
+#: the cores are not shared).
+FUSED_MAX_CLASSES = 4
+
 Init = Literal["naive_soft", "majority_vote"]
 LoneLabels = Literal["vote", "em"]
 
@@ -504,8 +513,9 @@ def _fused_em_block(
     """:func:`posterior_block` into ``out`` and :func:`confusion_statistics` of the
     posteriors it writes, in one pass by the fused kernel (E-step and the next
     M-step's sums share the reading of the annotations); None where the kernel does
-    not run (a SciPy design, ``out`` not a C-contiguous table of the scores' dtype)."""
-    if not isinstance(design, CodesDesign):
+    not run (a SciPy design, ``out`` not a C-contiguous table of the scores' dtype,
+    more than :data:`FUSED_MAX_CLASSES` classes)."""
+    if not isinstance(design, CodesDesign) or table.shape[1] > FUSED_MAX_CLASSES:
         return None
     dtype = np.result_type(design.dtype, table.dtype)
     if out.dtype != dtype or not out.flags.c_contiguous:
