@@ -14,6 +14,11 @@ codes), on several cores:
   annotations' or the tasks' size).
 * **M-steps**: each range adds into its own partial statistics (per worker or per
   (worker, label)), which are then summed (the reduce).
+* **Shared passes**: Dawid-Skene's E-step can add the next M-step's sums of the rows
+  it writes (:func:`ds_em_step`); majority vote counts, picks the class (random ties:
+  NumPy's draws, reached by jump-ahead, :func:`pcg64_maps`) and writes the one-hot
+  row of each task in one pass (:func:`majority_vote`); a trial of GLAD's ``alpha``
+  step writes each task's sums for the ``log beta`` step that follows.
 
 Each kernel computes the same arithmetic, in the same order per task, as the NumPy
 path it replaces, so the results agree to rounding (the partial sums change only the
