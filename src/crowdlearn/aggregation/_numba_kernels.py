@@ -565,7 +565,7 @@ def glad_alpha_range(
     ``alphas`` (what the ``log beta`` step that follows a trial of ``alpha`` starts
     from, when the trial is the step taken: its values are computed once)."""
     xs, rights, sigma, bits, bits2, betas = _glad_buffers(indptr, first, last)
-    ahead = len(task_sums) > 0
+    ahead = len(task_sums) > 0 and not derivatives
     for start in range(first, last, GLAD_TILE):
         stop = min(start + GLAD_TILE, last)
         _glad_values(
@@ -586,6 +586,29 @@ def glad_alpha_range(
         begin = indptr[start]
         for t in range(start, stop):
             beta = betas[t - start]
+            if ahead:  # each term once, added per worker and (as _beta_sums) per task
+                value = 0.0
+                slope_sum = 0.0
+                bend_sum = 0.0
+                fisher_sum = 0.0
+                for a in range(indptr[t], indptr[t + 1]):
+                    i = a - begin
+                    right = float(probas[t, label[a]])
+                    x = xs[i]
+                    term = rights[i] - (1.0 - right) * (x + log_k_minus_1)
+                    out[0, worker[a]] += term
+                    value += term
+                    s = sigma[i]
+                    slope = (right - s) * x
+                    fisher = s * (1.0 - s) * x**2
+                    slope_sum += slope
+                    bend_sum += fisher - slope
+                    fisher_sum += fisher
+                task_sums[t, 0] = value
+                task_sums[t, 1] = slope_sum
+                task_sums[t, 2] = bend_sum
+                task_sums[t, 3] = fisher_sum
+                continue
             for a in range(indptr[t], indptr[t + 1]):
                 w = worker[a]
                 i = a - begin
@@ -595,12 +618,6 @@ def glad_alpha_range(
                     s = sigma[i]
                     out[1, w] += (right - s) * beta
                     out[2, w] += s * (1.0 - s) * beta**2
-            if ahead:
-                sums = _beta_sums(
-                    indptr, label, probas, xs, rights, sigma, begin, t, log_k_minus_1
-                )
-                for j in range(4):
-                    task_sums[t, j] = sums[j]
     return 0
 
 
@@ -785,7 +802,11 @@ def glad_beta_newton_range(
             False,
         )  # fmt: skip
         for t in range(start, stop):
-            reached = _task_value(indptr, label, probas, xs, rights, begin, t, log_k_minus_1)
+            reached = 0.0  # _task_value, inline
+            for a in range(indptr[t], indptr[t + 1]):
+                i = a - begin
+                right = float(probas[t, label[a]])
+                reached += rights[i] - (1.0 - right) * (xs[i] + log_k_minus_1)
             reached -= 0.5 * (trial[t] - prior_mean) ** 2
             current = currents[t - start]
             worse_first[t - start] = reached < current - 1e-12 * abs(current)
