@@ -961,13 +961,12 @@ def majority_range(
                 high, low = _advance(powers, high, low, base - position)
             position = base
             key = -2.0
-            for c in range(k):
-                if row[c] == best:
-                    cell_high, cell_low = _affine(cells[c], high, low)
-                    value_key = _draw(cell_high, cell_low)
-                    if value_key > key:
-                        key = value_key
-                        pick = c
+            for c in range(k):  # every cell's key (independent, no branch to miss)
+                cell_high, cell_low = _affine(cells[c], high, low)
+                value_key = _draw(cell_high, cell_low) if row[c] == best else -1.0
+                better = value_key > key
+                key = value_key if better else key
+                pick = c if better else pick
         labels[t] = pick
         out = probas[t]
         for c in range(k):
