@@ -343,7 +343,7 @@ def test_pcg64_jumps_reproduce_numpys_draws():
     """The draws computed by jump-ahead are NumPy's: draw n of default_rng(seed)."""
     from numba import njit
 
-    from crowdlearn.aggregation._numba_kernels import _advance, _affine, _draw
+    from crowdlearn.aggregation._numba_votes import _advance, _affine, _draw
 
     @njit
     def draw_at(powers, cells, start, n):
