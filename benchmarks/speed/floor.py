@@ -30,10 +30,17 @@ classes (1M tasks) and 100M annotations with 2 classes (20M tasks):
   256 MB, best of 5) reaches in the same process: probed before the first method of a
   size and after each, the best so far (the strictest floor, on a machine whose load
   varies), and ``floor_ms`` = bytes / bandwidth.
-* ``iteration_ms``, the marginal time of an iteration: fits with ``tol=0`` and
-  ``max_iter`` = 2 and 2 + M (best of the repeats each), their difference divided by
-  M, so that set-up (the codes' layout, the initial posteriors, the labels) cancels;
-  for ``mv`` the time of a fit (its vote counts not cached beforehand).
+* ``iteration_ms``, the time of an iteration once EM runs: the median of the
+  durations of iterations 3 to 2 + M of a fit with ``tol=0`` and ``max_iter`` = 2 + M
+  (from its ``history_``, whose ``seconds`` are stamped after each iteration; the
+  smallest median of the repeats), so that set-up (the codes' layout, the initial
+  posteriors, the labels) is not counted; for ``mv`` the time of a fit (its vote
+  counts not cached beforehand). ``marginal_ms`` (raw CSV only) is the measure used
+  before: fits with ``max_iter`` = 2 and 2 + M (best of the repeats each), their
+  difference divided by M. At 100M annotations, where M = 3 and one fit each, it was
+  dominated by the set-up's variation (it allocates and fills some 2 GB, and two
+  identical fits' set-ups differed by more than M iterations) on a shared machine,
+  while the iterations' own durations varied little.
 * ``ratio`` = iteration / floor (the goal of issue 46: within 2x for ``ds``,
   ``onecoin-ds`` and ``mv``, within 3x for ``glad``), and ``numpy_ms``, the same
   marginal time on the NumPy path (``CROWDLEARN_NO_NUMBA``'s path; at 5M only), with
@@ -153,28 +160,42 @@ class _CallCounter:
         _kernels.run_ranges = self._run
 
 
-def fit_time(method: str, data: CrowdData, max_iter: int, repeats: int) -> tuple[float, int]:
-    """Best wall time of a fit, and the GLAD passes of its last run."""
-    best, passes = float("inf"), 0
+def fit_time(
+    method: str, data: CrowdData, max_iter: int, repeats: int
+) -> tuple[float, int, float]:
+    """Best wall time of a fit, the GLAD passes of its last run, and the smallest over
+    the repeats of the median duration of the iterations after the first
+    :data:`BASE_ITER` (from the fit's ``history_``; NaN without one)."""
+    best, passes, per_iteration = float("inf"), 0, float("inf")
     for _ in range(repeats):
         data.__dict__.pop("vote_counts", None)  # MV: count the votes in the fit
         gc.collect()
         with _CallCounter() as counter:
             clock = time.perf_counter()
-            METHODS[method](max_iter).fit(data)
+            model = METHODS[method](max_iter).fit(data)
             best = min(best, time.perf_counter() - clock)
         passes = sum(counter.calls[name] for name in GLAD_PASSES)
-    return best, passes
+        history = getattr(model, "history_", None)
+        if history is not None and len(history) > BASE_ITER:
+            durations = np.diff(history["seconds"].to_numpy())[BASE_ITER - 1 :]
+            per_iteration = min(per_iteration, float(np.median(durations)))
+    return best, passes, per_iteration if per_iteration < float("inf") else float("nan")
 
 
-def marginal(method: str, data: CrowdData, extra: int, repeats: int) -> tuple[float, float]:
-    """Marginal seconds per iteration (a fit's time for MV) and GLAD passes per
-    iteration."""
+def marginal(method: str, data: CrowdData, extra: int, repeats: int) -> tuple[float, float, float]:
+    """Seconds per iteration (the median of iterations 3 to 2 + ``extra``; a fit's time
+    for MV), GLAD passes per iteration, and the marginal seconds per iteration of the
+    difference of two fits (see the module docstring)."""
     if method == "mv":
-        return fit_time(method, data, 0, repeats)[0], 0.0
-    short, short_passes = fit_time(method, data, BASE_ITER, repeats)
-    long, long_passes = fit_time(method, data, BASE_ITER + extra, repeats)
-    return max(long - short, 0.0) / extra, (long_passes - short_passes) / extra
+        seconds = fit_time(method, data, 0, repeats)[0]
+        return seconds, 0.0, seconds
+    short, short_passes, _ = fit_time(method, data, BASE_ITER, repeats)
+    long, long_passes, per_iteration = fit_time(method, data, BASE_ITER + extra, repeats)
+    return (
+        per_iteration,
+        (long_passes - short_passes) / extra,
+        max(long - short, 0.0) / extra,
+    )
 
 
 def threads() -> int:
@@ -198,7 +219,7 @@ def bench_em_floor(out: Path, quick: bool, seeds: int) -> BenchResult:
         for method in METHODS:
             # warm-up: compilation or the kernels' cache, numba's threads
             METHODS[method](1).fit(data)
-            seconds, passes = marginal(method, data, extra, repeats)
+            seconds, passes, difference = marginal(method, data, extra, repeats)
             # the probe again after each method: the best bandwidth seen at this size
             # (the strictest floor) on a machine whose load varies
             speed = max(speed, bandwidth(probe))
@@ -212,6 +233,7 @@ def bench_em_floor(out: Path, quick: bool, seeds: int) -> BenchResult:
                 "bandwidth_gbs": speed / 1e9,
                 "floor_ms": floor_s * 1e3,
                 "iteration_ms": seconds * 1e3,
+                "marginal_ms": difference * 1e3,
                 "ratio": seconds / floor_s,
                 "goal": GOALS[method],
                 "passes": passes if method == "glad" else np.nan,
@@ -224,7 +246,7 @@ def bench_em_floor(out: Path, quick: bool, seeds: int) -> BenchResult:
                 saved = os.environ.get("CROWDLEARN_NO_NUMBA")
                 os.environ["CROWDLEARN_NO_NUMBA"] = "1"
                 try:
-                    numpy_s, _ = marginal(method, data, extra, repeats)
+                    numpy_s, _, _ = marginal(method, data, extra, repeats)
                 finally:
                     if saved is None:
                         del os.environ["CROWDLEARN_NO_NUMBA"]
@@ -263,8 +285,10 @@ def bench_em_floor(out: Path, quick: bool, seeds: int) -> BenchResult:
         "written and read; GLAD: per pass, times its passes); floor_ms = floor_mb / "
         "bandwidth_gbs (a NumPy sum over 256 MB, one thread, same process, best of the "
         "probes so far at that size); "
-        "iteration_ms: (fit with max_iter=2+M minus fit with max_iter=2) / M, tol=0, "
-        "M=8 and best of 3 fits each at 5M, M=3 and one fit each at 100M (mv: a fit); "
+        "iteration_ms: median duration of iterations 3..2+M of a fit with "
+        "max_iter=2+M, tol=0 (its history_), M=8 and the smallest of 3 fits at 5M, M=3 "
+        "and one fit at 100M (mv: a fit); the raw CSV's marginal_ms is the former "
+        "measure, (fit with max_iter=2+M minus fit with max_iter=2) / M; "
         "numpy_ms: the same on the NumPy path (5M only).",
         f"Machine: {machine_description()}; numba threads: {threads()}.",
     ]

@@ -335,3 +335,139 @@ def test_steps_called_from_another_thread_run_on_that_thread():
             ).result()
         main = DawidSkene(max_iter=4, tol=0, progress=False).fit(data)
     np.testing.assert_allclose(threaded.probas_, main.probas_, rtol=0, atol=TOL)
+
+
+# ---- issue 46: one pass for Dawid-Skene's E-step and the next M-step; majority vote
+
+
+@pytest.mark.parametrize("k", [2, 10])
+@pytest.mark.parametrize("lone_labels", ["vote", "em"])
+def test_fused_dawid_skene_step_gives_the_next_m_steps_sums(k, lone_labels):
+    """ds_em_step writes the E-step's posteriors and returns the M-step sums of those
+    posteriors: the same as posterior_block, then confusion_statistics."""
+    data = random_crowd(6, k)
+    model = DawidSkene(max_iter=3, progress=False).fit(data)
+    table, log_prior = log_confusion_table(model.confusions_), np.log(model.priors_)
+    gold = np.where(np.arange(data.n_tasks) % 5 == 0, data.truth, -1)
+    for hard in (False, True):
+        for block in BlockReader(data, chunk_size=300):
+            design = block_design(block, data.n_workers, k, np.float64)
+            sparse = design if not isinstance(design, CodesDesign) else design.to_sparse()
+            block_gold = gold[block.start : block.stop]
+            want, want_likelihood = posterior_block(sparse, table, log_prior, block_gold, hard)
+            want_counts, want_totals = confusion_statistics(
+                sparse, block, want, lone_labels, block_gold
+            )
+            out = np.empty((block.n_tasks, k))
+            got = _kernels.ds_em_step(
+                block.indptr, block.worker.astype(np.int32) * k + block.label, table,
+                log_prior, block_gold, hard, lone_labels == "vote", data.n_workers * k, out,
+            )  # fmt: skip
+            assert got is not None
+            np.testing.assert_allclose(out, want, rtol=0, atol=TOL)
+            assert got[0] == pytest.approx(want_likelihood, rel=TOL)
+            np.testing.assert_allclose(got[1], want_counts, rtol=0, atol=TOL)
+            np.testing.assert_allclose(got[2], want_totals, rtol=0, atol=TOL)
+
+
+@pytest.mark.parametrize("chunk_size", [None, 150])
+def test_dawid_skene_fused_pass_equals_the_numpy_path_in_blocks(monkeypatch, chunk_size):
+    """Fits whose M-steps use the sums of the previous E-step's pass (one block, or
+    several: their sums added) equal the NumPy path's, and the held sums are not kept
+    after the fit."""
+    data = random_crowd(8, 3, n_tasks=600)
+    reference, fused = fit_both(
+        monkeypatch,
+        lambda: DawidSkene(max_iter=6, tol=0, progress=False, chunk_size=chunk_size),
+        data,
+    )
+    assert_same(reference, fused, "confusions_", "priors_")
+    assert fused.__dict__.get("_ahead") is None
+
+
+def test_pcg64_jumps_reproduce_numpys_draws():
+    """The draws computed by jump-ahead are NumPy's: draw n of default_rng(seed)."""
+    from numba import njit
+
+    from crowdlearn.aggregation._numba_votes import _advance, _affine, _draw
+
+    @njit
+    def draw_at(powers, cells, start, n):
+        high, low = _advance(powers, start[0], start[1], n)
+        high, low = _affine(cells[0], high, low)
+        return _draw(high, low)
+
+    for seed in (0, 7, 2**40 + 3):
+        start, powers, cells, _ = _kernels.pcg64_maps(seed, 4)
+        want = np.random.default_rng(seed).random(5_000)
+        for n in (0, 1, 2, 3, 63, 64, 999, 4_999):
+            assert draw_at(powers, cells, start, n) == want[n]
+    assert _kernels.pcg64_maps(np.random.default_rng(0), 2) is None  # a Generator: NumPy's
+
+
+def sorted_crowd(seed: int, k: int, n_tasks: int = 400) -> CrowdData:
+    data = random_crowd(seed, k, n_tasks=n_tasks)
+    order = np.argsort(data.task, kind="stable")
+    return CrowdData(
+        data.task[order], data.worker[order], data.label[order], n_classes=k,
+        n_tasks=data.n_tasks, n_workers=data.n_workers,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("k", [2, 3, 10])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_majority_vote_pass_equals_the_numpy_path(monkeypatch, k, threads):
+    """The one-pass majority vote (counts, the same tie-break and random keys, one-hot
+    rows, labels) equals the NumPy path's, on one range or several, with tasks
+    without annotations (ties of all classes); unsorted annotations go the NumPy way."""
+    monkeypatch.setattr(_kernels, "n_threads", lambda: threads)
+    data = sorted_crowd(k, k)
+    for params in ({}, {"random_state": 11}, {"tie_break": "lowest"}):
+        data.__dict__.pop("vote_counts", None)
+        with monkeypatch.context() as patch:
+            patch.setenv("CROWDLEARN_NO_NUMBA", "1")
+            reference = MajorityVote(**params).fit(data)
+        data.__dict__.pop("vote_counts", None)
+        with monkeypatch.context() as patch:
+            patch.setattr(_kernels, "MIN_ANNOTATIONS", 0)
+            calls: list[str] = []
+            patch.setattr(_kernels, "run_ranges_each", _counting(calls, _kernels.run_ranges_each))
+            fused = MajorityVote(**params).fit(data)
+        assert calls == ["majority_range"], "the one-pass kernel did not run"
+        np.testing.assert_array_equal(fused.labels_, reference.labels_)
+        np.testing.assert_array_equal(fused.vote_counts_, reference.vote_counts_)
+        np.testing.assert_array_equal(fused.probas_, reference.probas_)
+        assert "_fit_labels" not in fused.__dict__
+    shuffled = random_crowd(k, k, n_tasks=400)  # rows not sorted by task
+    assert _kernels.majority_vote(shuffled.task, shuffled.label, 400, k, "random", 0) is None
+
+
+def _counting(calls: list, run):
+    def counted(name, *args):
+        calls.append(name)
+        return run(name, *args)
+
+    return counted
+
+
+def test_glad_beta_step_from_the_alpha_trials_sums_equals_its_own():
+    """The log beta step started from the per-task sums written by a trial of the
+    alphas (glad_alpha_sums with task_sums) is the step computed from scratch."""
+    data = sorted_crowd(9, 4, n_tasks=500)
+    block = next(iter(BlockReader(data, None)))
+    rng = np.random.default_rng(0)
+    alphas = rng.uniform(0.2, 2.0, data.n_workers)
+    log_betas = rng.normal(0.0, 0.5, data.n_tasks)
+    probas = rng.dirichlet(np.ones(4), data.n_tasks)
+    codes = (block.indptr, block.worker, block.label, probas)
+    task_sums = np.full((data.n_tasks, 4), np.nan)
+    k1 = float(np.log(3))
+    with_sums = _kernels.glad_alpha_sums(*codes, alphas, log_betas, k1, False, task_sums)
+    without = _kernels.glad_alpha_sums(*codes, alphas, log_betas, k1, False)
+    np.testing.assert_array_equal(with_sums, without)
+    assert np.isfinite(task_sums).all()
+    given, scratch = log_betas.copy(), log_betas.copy()
+    step = _kernels.glad_beta_newton(*codes, alphas, given, k1, 0.0, task_sums=task_sums)
+    want = _kernels.glad_beta_newton(*codes, alphas, scratch, k1, 0.0)
+    assert step == want
+    np.testing.assert_array_equal(given, scratch)

@@ -79,7 +79,11 @@ class BaseAggregator(BaseEstimator):
         check_params(type(self).__name__, self.get_params(deep=False))
         check_allocation(self._dense_bytes(data), self._dense_what(data))
         self._fit(data, **fit_params)
-        self.labels_ = break_ties(self.probas_, self.tie_break, self.random_state)
+        # labels the fit already chose (MajorityVote's fused pass), else the argmax
+        labels = self.__dict__.pop("_fit_labels", None)
+        if labels is None:
+            labels = break_ties(self.probas_, self.tie_break, self.random_state)
+        self.labels_ = labels
         self.classes_ = data.classes
         self.task_ids_ = data.task_ids
         self.worker_ids_ = data.worker_ids

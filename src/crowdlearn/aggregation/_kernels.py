@@ -14,6 +14,11 @@ codes), on several cores:
   annotations' or the tasks' size).
 * **M-steps**: each range adds into its own partial statistics (per worker or per
   (worker, label)), which are then summed (the reduce).
+* **Shared passes**: Dawid-Skene's E-step can add the next M-step's sums of the rows
+  it writes (:func:`ds_em_step`); majority vote counts, picks the class (random ties:
+  NumPy's draws, reached by jump-ahead, :func:`pcg64_maps`) and writes the one-hot
+  row of each task in one pass (:func:`majority_vote`); a trial of GLAD's ``alpha``
+  step writes each task's sums for the ``log beta`` step that follows.
 
 Each kernel computes the same arithmetic, in the same order per task, as the NumPy
 path it replaces, so the results agree to rounding (the partial sums change only the
@@ -198,6 +203,30 @@ def run_ranges(name: str, bounds: np.ndarray, args: tuple, per_range: list | Non
         raise
 
 
+def run_ranges_each(name: str, args: tuple, per_range: list) -> Any:
+    """Call kernel ``name(*args, *per_range[r])`` for each ``r`` on the thread pool (a
+    single one in the calling thread); the list of results, or None (after the
+    one-time note) if the kernel cannot compile."""
+    module = _kernels()
+    if module is None:
+        return None
+    kernel = getattr(module, name)
+
+    def call(r: int) -> Any:
+        return kernel(*args, *per_range[r])
+
+    try:
+        if len(per_range) == 1:
+            return [call(0)]
+        futures = [_pool().submit(call, r) for r in range(len(per_range))]
+        return [future.result() for future in futures]
+    except Exception as error:
+        if _is_compile_error(error):
+            _note(f"{name} failed to compile: {type(error).__name__}: {error}")
+            return None
+        raise
+
+
 def _is_compile_error(error: Exception) -> bool:
     try:
         from numba.core.errors import NumbaError
@@ -263,6 +292,15 @@ def e_ranges(indptr: np.ndarray) -> np.ndarray:
     return task_ranges(indptr, 1 if threads == 1 else 4 * threads)
 
 
+def unsigned(codes: np.ndarray) -> np.ndarray:
+    """Non-negative integer codes as the unsigned type of their width (a view): numba
+    then indexes with them without the check for a negative index (about a tenth of a
+    two-class Dawid-Skene step)."""
+    if codes.dtype.kind == "i" and codes.flags.c_contiguous:
+        return codes.view(f"u{codes.dtype.itemsize}")
+    return codes
+
+
 def empty_gold(gold: np.ndarray | None) -> np.ndarray:
     """The gold codes as the kernels take them: an empty array for none."""
     return np.empty(0, dtype=np.int64) if gold is None else np.ascontiguousarray(gold)
@@ -281,7 +319,7 @@ def ds_e_step(
     out: np.ndarray,
 ) -> float | None:
     """Dawid-Skene E-step of a block into ``out``; its log-likelihood (None: no kernel)."""
-    args = (indptr, columns, table, log_prior, empty_gold(gold), bool(hard))
+    args = (indptr, unsigned(columns), table, log_prior, empty_gold(gold), bool(hard))
     bounds = e_ranges(indptr)
     parts = run_ranges("ds_e_range", bounds, args, [(out,)] * (len(bounds) - 1))
     return None if parts is None else float(sum(parts))
@@ -299,18 +337,60 @@ def ds_m_step(
     counts (None: no kernel)."""
     k = probas.shape[1]
     bounds = task_ranges(indptr, sum_ranges(n_columns * k + k, probas.itemsize))
-    parts = [
-        (np.zeros((n_columns, k), dtype=probas.dtype), np.zeros(k, dtype=probas.dtype))
-        for _ in range(len(bounds) - 1)
-    ]
-    args = (indptr, columns, probas, empty_gold(gold), bool(lone_vote))
+    tables = [_partial_table(n_columns, k, probas.dtype) for _ in range(len(bounds) - 1)]
+    parts = [(partial[:-1], partial[-1]) for partial in tables]
+    args = (indptr, unsigned(columns), probas, empty_gold(gold), bool(lone_vote))
     if run_ranges("ds_m_range", bounds, args, parts) is None:
         return None
-    counts, totals = parts[0]
-    for more_counts, more_totals in parts[1:]:
-        counts += more_counts
-        totals += more_totals
-    return counts, totals
+    return _summed(tables)
+
+
+def _partial_table(n_columns: int, k: int, dtype: Any) -> np.ndarray:
+    """One range's partial Dawid-Skene M-step sums: ``counts`` (n_columns, K) and, as
+    its last row, ``totals`` (K,): each range's totals in its own table, never in a
+    cache line that another thread writes (small arrays allocated one after the other
+    can share one, and every task adds to its totals)."""
+    return np.zeros((n_columns + 1, k), dtype=dtype)
+
+
+def _summed(tables: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The partial tables of :func:`_partial_table` summed in range order: (counts,
+    totals)."""
+    total = tables[0]
+    for more in tables[1:]:
+        total += more
+    return total[:-1], total[-1].copy()
+
+
+def ds_em_step(
+    indptr: np.ndarray,
+    columns: np.ndarray,
+    table: np.ndarray,
+    log_prior: np.ndarray,
+    gold: np.ndarray | None,
+    hard: bool,
+    lone_vote: bool,
+    n_columns: int,
+    out: np.ndarray,
+) -> tuple[float, np.ndarray, np.ndarray] | None:
+    """:func:`ds_e_step` into ``out`` and, in the same pass over the annotations,
+    :func:`ds_m_step` of the posteriors it writes (the next M-step's sums): the
+    log-likelihood, ``counts`` and ``totals`` (None: no kernel). Ranges: two per
+    thread (the pool balances them), each adding into its own partial sums, summed
+    in range order (the same result whatever thread ran which range)."""
+    k = table.shape[1]
+    threads = n_threads()
+    wanted = 1 if threads == 1 else 2 * threads
+    fit = max(1, PARTIAL_BYTES // max((n_columns * k + k) * out.itemsize, 1))
+    bounds = task_ranges(indptr, int(min(wanted, fit)))
+    tables = [_partial_table(n_columns, k, out.dtype) for _ in range(len(bounds) - 1)]
+    parts = [(out, partial[:-1], partial[-1]) for partial in tables]
+    codes = unsigned(columns)
+    args = (indptr, codes, table, log_prior, empty_gold(gold), bool(hard), bool(lone_vote))
+    likelihoods = run_ranges("ds_em_range", bounds, args, parts)
+    if likelihoods is None:
+        return None
+    return (float(sum(likelihoods)), *_summed(tables))
 
 
 def correctness_e_step(
@@ -362,7 +442,8 @@ def glad_e_step(
     """GLAD E-step into ``out``; the log-likelihood without the parameters' prior."""
     bounds = e_ranges(indptr)
     as_float32 = out.dtype == np.float32
-    args = (indptr, worker, label, alphas, log_betas, log_k_minus_1, log_prior, as_float32)
+    codes = (indptr, unsigned(worker), unsigned(label))
+    args = (*codes, alphas, log_betas, log_k_minus_1, log_prior, as_float32)
     parts = run_ranges("glad_e_range", bounds, args, [(out,)] * (len(bounds) - 1))
     return None if parts is None else float(sum(parts))
 
@@ -376,12 +457,17 @@ def glad_alpha_sums(
     log_betas: np.ndarray,
     log_k_minus_1: float,
     derivatives: bool,
+    task_sums: np.ndarray | None = None,
 ) -> np.ndarray | None:
-    """Per worker: GLAD's Q terms (and slopes, curvatures) in ``alpha``, (3 or 1, W)."""
+    """Per worker: GLAD's Q terms (and slopes, curvatures) in ``alpha``, (3 or 1, W).
+    With ``task_sums`` (n_tasks, 4), each task's sums for the ``log beta`` step at
+    these parameters are written there as well (see glad_alpha_range)."""
     n_out = 3 if derivatives else 1
     bounds = task_ranges(indptr, sum_ranges(n_out * len(alphas)))
     parts = [(np.zeros((n_out, len(alphas))),) for _ in range(len(bounds) - 1)]
-    args = (indptr, worker, label, probas, alphas, log_betas, log_k_minus_1, bool(derivatives))
+    codes = (indptr, unsigned(worker), unsigned(label))
+    ahead = np.empty((0, 4)) if task_sums is None else task_sums
+    args = (*codes, probas, alphas, log_betas, log_k_minus_1, bool(derivatives), ahead)
     if run_ranges("glad_alpha_range", bounds, args, parts) is None:
         return None
     total = parts[0][0]
@@ -474,13 +560,120 @@ def glad_beta_newton(
     log_k_minus_1: float,
     prior_mean: float,
     max_halvings: int = 30,
+    task_sums: np.ndarray | None = None,
 ) -> float | None:
     """GLAD's Newton step on every ``log beta`` in place (glad.newton_step with the
-    per-task sums), task by task in one pass; the largest step (None: no kernel)."""
+    per-task sums), task by task in one pass; the largest step (None: no kernel).
+    ``task_sums``: the per-task sums at the current parameters, when the last trial
+    of ``alpha`` computed them (glad_alpha_sums): not computed again."""
     trial = np.empty(len(indptr) - 1)
     bounds = e_ranges(indptr)
-    args = (indptr, worker, label, probas, alphas, log_betas, log_k_minus_1)
+    args = (indptr, unsigned(worker), unsigned(label), probas, alphas, log_betas, log_k_minus_1)
+    ahead = np.empty((0, 4)) if task_sums is None else task_sums
     parts = run_ranges(
-        "glad_beta_newton_range", bounds, (*args, float(prior_mean), int(max_halvings), trial)
+        "glad_beta_newton_range",
+        bounds,
+        (*args, float(prior_mean), int(max_halvings), trial, ahead),
     )
     return None if parts is None else float(max(parts, default=0.0))
+
+
+# ------------------------------------------------------------------ NumPy's PCG64 stream
+
+#: Row gaps between tied tasks reached by one precomputed map (longer: powers of two).
+ROWS_AHEAD = 64
+_PCG_MULTIPLIER = 0x2360ED051FC65DA44385DF649FCCF645
+_MASK128 = (1 << 128) - 1
+_MASK64 = (1 << 64) - 1
+
+
+def _split(value: int) -> tuple[int, int]:
+    return value >> 64, value & _MASK64
+
+
+def pcg64_maps(random_state: Any, k: int) -> tuple[np.ndarray, ...] | None:
+    """For the draws of ``np.random.default_rng(random_state).random(...)`` computed
+    in the kernels: the generator's first state (2,), the maps (A high, A low, C high,
+    C low) of 2^i steps (64, 4), of 1..k steps (k, 4) and of d rows (d k steps,
+    d < :data:`ROWS_AHEAD`) (ROWS_AHEAD, 4), as uint64; None when the
+    generator is not a seeded PCG64 (a Generator passed in, whose stream the NumPy path
+    would consume)."""
+    if not isinstance(random_state, (int, np.integer)) or isinstance(random_state, bool):
+        return None
+    bit_generator = np.random.default_rng(random_state).bit_generator
+    state = bit_generator.state
+    if state.get("bit_generator") != "PCG64":
+        return None
+    start, increment = int(state["state"]["state"]), int(state["state"]["inc"])
+    powers = np.empty((64, 4), dtype=np.uint64)
+    mult, plus = _PCG_MULTIPLIER, increment
+    for i in range(64):
+        powers[i] = (*_split(mult), *_split(plus))
+        plus = ((mult + 1) * plus) & _MASK128
+        mult = (mult * mult) & _MASK128
+    cells = np.empty((k, 4), dtype=np.uint64)
+    mult, plus = _PCG_MULTIPLIER, increment
+    for c in range(k):
+        cells[c] = (*_split(mult), *_split(plus))
+        plus = (plus * _PCG_MULTIPLIER + increment) & _MASK128
+        mult = (mult * _PCG_MULTIPLIER) & _MASK128
+    rows_ahead = np.zeros((ROWS_AHEAD, 4), dtype=np.uint64)
+    row_mult = (int(cells[-1, 0]) << 64) | int(cells[-1, 1])  # the map of k steps
+    row_plus = (int(cells[-1, 2]) << 64) | int(cells[-1, 3])
+    mult, plus = 1, 0  # the map of d rows (d * k steps), d = 0, 1, ...
+    for d in range(ROWS_AHEAD):
+        rows_ahead[d] = (*_split(mult), *_split(plus))
+        plus = (plus * row_mult + row_plus) & _MASK128
+        mult = (mult * row_mult) & _MASK128
+    return np.array(_split(start), dtype=np.uint64), powers, cells, rows_ahead
+
+
+def majority_vote(
+    task: np.ndarray,
+    label: np.ndarray,
+    n_tasks: int,
+    k: int,
+    tie_break: str,
+    random_state: int | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Majority vote in one parallel pass over annotations sorted by task: the vote
+    counts (n_tasks, K) int64, the one-hot posteriors (n_tasks, K) and the labels
+    (n_tasks,), equal to the NumPy path's (vote counts, ``_base.break_ties`` with the
+    same random keys, one-hot rows). None where it does not apply (annotations not
+    sorted by task, a tie-break the NumPy path refuses or a seed that is not an
+    integer: the NumPy path then runs, with its errors) or the kernel cannot run."""
+    if tie_break == "random":
+        maps = pcg64_maps(random_state, k) if random_state is not None else None
+        if maps is None:
+            return None
+    elif tie_break == "lowest":
+        none = np.zeros((1, 4), np.uint64)
+        maps = (np.zeros(2, np.uint64), none, none, none)
+    else:
+        return None
+    n = len(task)
+    threads = n_threads()
+    cuts = np.array([0, n], dtype=np.int64)
+    if threads > 1 and n:
+        cut = run("task_cuts", task, 4 * threads)
+        if cut is None:
+            return None
+        cuts = np.unique(cut)
+    inner = task[np.minimum(cuts[1:-1], max(n - 1, 0))].astype(np.int64)
+    task_bounds = np.concatenate([[0], inner, [n_tasks]]).astype(np.int64)
+    if np.any(np.diff(task_bounds) < 0):
+        return None  # not sorted by task
+    counts = np.empty((n_tasks, k), dtype=np.int64)
+    probas = np.empty((n_tasks, k))
+    labels = np.empty(n_tasks, dtype=np.int64)
+    start, powers, cells, rows_ahead = maps
+    args = (task, label)
+    per_range = [
+        (int(task_bounds[r]), int(task_bounds[r + 1]), tie_break == "random", powers, cells,
+         rows_ahead, start, int(cuts[r]), int(cuts[r + 1]), counts, probas, labels)
+        for r in range(len(cuts) - 1)
+    ]  # fmt: skip
+    done = run_ranges_each("majority_range", args, per_range)
+    if done is None or not all(done):
+        return None
+    return counts, probas, labels

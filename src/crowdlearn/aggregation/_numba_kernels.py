@@ -80,8 +80,14 @@ def _exp_inplace(values, bits, bits2):
 def _softmax_rows(tile, m, bits, bits2, shifts, norms):
     """Rows ``0..m-1`` of ``tile`` (log-scores) replaced by their softmax; ``shifts``
     and ``norms`` get each row's maximum and sum of ``exp(score - maximum)`` (the log
-    normaliser is ``shift + log(norm)``). NumPy path: _design.normalise_log."""
+    normaliser is ``shift + log(norm)``). NumPy path: _design.normalise_log.
+
+    With two classes the larger score's term is ``exp(0) = 1`` exactly, so only the
+    other one is exponentiated (one ``exp`` a row instead of two; the same values)."""
     k = tile.shape[1]
+    if k == 2:
+        _softmax_pairs(tile, m, bits, bits2, shifts, norms)
+        return
     for i in range(m):
         shift = tile[i, 0]
         for c in range(1, k):
@@ -99,6 +105,35 @@ def _softmax_rows(tile, m, bits, bits2, shifts, norms):
         norms[i] = norm
         for c in range(k):
             tile[i, c] = tile[i, c] / norm
+
+
+@njit(**_OPTIONS)
+def _softmax_pairs(tile, m, bits, bits2, shifts, norms):
+    """:func:`_softmax_rows` of a (rows, 2) tile: per row ``e = exp(low - high)``
+    (vectorised over the tile, in ``norms`` first), then ``high / (1 + e)`` ... as
+    the general loop computes them: ``exp(0) = 1``, ``norm = 0 + v0 + v1``."""
+    for i in range(m):
+        a = tile[i, 0]
+        b = tile[i, 1]
+        if b > a:
+            shifts[i] = b
+            norms[i] = a - b
+        else:
+            shifts[i] = a
+            norms[i] = b - a
+    _exp_inplace(norms[:m], bits[:m], bits2[:m])
+    for i in range(m):
+        e = norms[i]
+        if tile[i, 1] > tile[i, 0]:
+            v0 = e
+            v1 = 1.0
+        else:
+            v0 = 1.0
+            v1 = e
+        norm = (0.0 + v0) + v1
+        norms[i] = norm
+        tile[i, 0] = v0 / norm
+        tile[i, 1] = v1 / norm
 
 
 @njit(**_OPTIONS)
@@ -152,6 +187,37 @@ def _tile_buffers(k):
 
 
 @njit(**_OPTIONS)
+def _ds_tile_scores(indptr, columns, table, log_prior, gold, has_gold, start, m, tile, joints):
+    """Log-scores of tasks ``start..start+m-1`` into rows ``0..m-1`` of ``tile`` (the
+    sum of their annotations' table rows, plus the log prior), and the gold class's
+    score in ``joints`` (0 without gold)."""
+    k = table.shape[1]
+    for i in range(m):
+        t = start + i
+        row = tile[i]
+        if k == 2:  # binary: the two sums in registers
+            first_sum = 0.0
+            second_sum = 0.0
+            for a in range(indptr[t], indptr[t + 1]):
+                j = columns[a]
+                first_sum += table[j, 0]
+                second_sum += table[j, 1]
+            row[0] = first_sum + log_prior[0]
+            row[1] = second_sum + log_prior[1]
+        else:
+            for c in range(k):
+                row[c] = 0.0
+            for a in range(indptr[t], indptr[t + 1]):
+                source = table[columns[a]]
+                for c in range(k):
+                    row[c] += source[c]
+            for c in range(k):
+                row[c] += log_prior[c]
+        g = gold[t] if has_gold else -1
+        joints[i] = row[g] if g >= 0 else 0.0
+
+
+@njit(**_OPTIONS)
 def ds_e_range(indptr, columns, table, log_prior, gold, hard, first, last, out):
     """Dawid-Skene E-step of tasks ``first..last-1`` into ``out`` (n_tasks, K); returns
     their log-likelihood. ``columns``: ``worker * K + label`` per annotation;
@@ -164,31 +230,30 @@ def ds_e_range(indptr, columns, table, log_prior, gold, hard, first, last, out):
     total = 0.0
     for start in range(first, last, rows):
         m = min(rows, last - start)
-        for i in range(m):
-            t = start + i
-            row = tile[i]
-            if k == 2:  # binary: the two sums in registers
-                first_sum = 0.0
-                second_sum = 0.0
-                for a in range(indptr[t], indptr[t + 1]):
-                    j = columns[a]
-                    first_sum += table[j, 0]
-                    second_sum += table[j, 1]
-                row[0] = first_sum + log_prior[0]
-                row[1] = second_sum + log_prior[1]
-            else:
-                for c in range(k):
-                    row[c] = 0.0
-                for a in range(indptr[t], indptr[t + 1]):
-                    source = table[columns[a]]
-                    for c in range(k):
-                        row[c] += source[c]
-                for c in range(k):
-                    row[c] += log_prior[c]
-            g = gold[t] if has_gold else -1
-            joints[i] = row[g] if g >= 0 else 0.0
+        _ds_tile_scores(indptr, columns, table, log_prior, gold, has_gold, start, m, tile, joints)
         _softmax_rows(tile, m, bits, bits2, shifts, norms)
         total += _write_rows(tile, m, start, gold, has_gold, hard, joints, shifts, norms, out)
+    return total
+
+
+@njit(**_OPTIONS)
+def ds_em_range(
+    indptr, columns, table, log_prior, gold, hard, lone_vote, first, last, out, counts, totals
+):
+    """:func:`ds_e_range` of tasks ``first..last-1``, and, tile by tile while the
+    tile's codes and posteriors are in cache, :func:`ds_m_range` of the posteriors
+    just written (the next M-step's sums, added to ``counts`` and ``totals``): one
+    pass over the annotations for both steps. Returns the log-likelihood."""
+    k = table.shape[1]
+    has_gold = len(gold) > 0
+    rows, tile, bits, bits2, shifts, norms, joints = _tile_buffers(k)
+    total = 0.0
+    for start in range(first, last, rows):
+        m = min(rows, last - start)
+        _ds_tile_scores(indptr, columns, table, log_prior, gold, has_gold, start, m, tile, joints)
+        _softmax_rows(tile, m, bits, bits2, shifts, norms)
+        total += _write_rows(tile, m, start, gold, has_gold, hard, joints, shifts, norms, out)
+        ds_m_range(indptr, columns, out, gold, lone_vote, start, start + m, counts, totals)
     return total
 
 
@@ -316,23 +381,25 @@ def skill_range(indptr, worker, label, probas, first, last, sums, counts, class_
 GLAD_TILE = 512
 
 
+_LN2 = 0.6931471805599453  # the double nearest ln 2 ...
+_LN2_REST = 2.3190468138462996e-17  # ... and what it leaves out
+
+
 @njit(**_OPTIONS)
 def _log1p_inplace(values):
     """``values[:] = log1p(values)`` for ``0 <= values <= 1``, vectorisable:
-    ``log1p(e) = 2 atanh(s)``, ``s = e / (2 + e) <= 1/3``, by its series to ``s^37``
-    (no cancellation for small ``e``; within 4.1e-16 of NumPy's ``np.log1p``)."""
+    ``log1p(e) = 2 atanh(s)``, ``s = e / (2 + e)``, by its series in ``s^2`` to
+    ``s^23``; for ``e >= 1/2``, ``log1p(e) = ln 2 + log1p(w)`` with ``w = (e - 1) / 2``
+    (exact) in ``[-1/4, 0]``, so that ``|s| <= 1/5`` always and 11 terms reach the
+    double's precision (no cancellation for small ``e``; within 4.1e-16 of NumPy's
+    ``np.log1p``)."""
     for i in range(len(values)):
         e = values[i]
-        s = e / (2.0 + e)
+        high = e >= 0.5
+        w = (e - 1.0) * 0.5 if high else e
+        s = w / (2.0 + w)
         q = s * s
-        p = 1.0 / 37.0
-        p = p * q + 1.0 / 35.0
-        p = p * q + 1.0 / 33.0
-        p = p * q + 1.0 / 31.0
-        p = p * q + 1.0 / 29.0
-        p = p * q + 1.0 / 27.0
-        p = p * q + 1.0 / 25.0
-        p = p * q + 1.0 / 23.0
+        p = 1.0 / 23.0
         p = p * q + 1.0 / 21.0
         p = p * q + 1.0 / 19.0
         p = p * q + 1.0 / 17.0
@@ -343,7 +410,8 @@ def _log1p_inplace(values):
         p = p * q + 1.0 / 7.0
         p = p * q + 1.0 / 5.0
         p = p * q + 1.0 / 3.0
-        values[i] = 2.0 * (s + s * q * p)
+        series = 2.0 * (s + s * q * p)
+        values[i] = (_LN2 + (series + _LN2_REST)) if high else series
 
 
 @njit(**_OPTIONS)
@@ -369,8 +437,9 @@ def _glad_values(
 ):
     """For the annotations of tasks ``start..stop-1`` (from ``indptr[start]``): ``x =
     alpha_j beta_i`` in ``xs``, ``log sigma(x) = min(x, 0) - log1p(exp(-|x|))`` in
-    ``right`` (glad.log_sigmoid) and, with ``sig``, ``sigma(x)`` in ``sigma``;
-    ``beta_i`` of the tile's tasks in ``betas``,
+    ``right`` (glad.log_sigmoid) and, with ``sig``, ``sigma(x)`` in ``sigma`` (from
+    the same ``exp(-|x|)``: a division instead of a third ``exp``); ``beta_i`` of the
+    tile's tasks in ``betas``,
     each computed by a vectorised loop over the tile. Returns their number."""
     begin = indptr[start]
     m = stop - start
@@ -385,13 +454,13 @@ def _glad_values(
     for i in range(n):
         right[i] = -abs(xs[i])
     _exp_inplace(right[:n], bits[:n], bits2[:n])
+    if sig:  # sigma(x) = 1 / (1 + e) (x >= 0) or e / (1 + e), e = exp(-|x|): no exp
+        for i in range(n):
+            e = right[i]
+            sigma[i] = (1.0 if xs[i] >= 0.0 else e) / (1.0 + e)
     _log1p_inplace(right[:n])
     for i in range(n):
         right[i] = min(xs[i], 0.0) - right[i]
-    if sig:
-        for i in range(n):
-            sigma[i] = right[i]
-        _exp_inplace(sigma[:n], bits[:n], bits2[:n])
     return n
 
 
@@ -460,13 +529,41 @@ def glad_e_range(
 
 
 @njit(**_OPTIONS)
+def _beta_sums(indptr, label, probas, xs, rights, sigma, begin, t, log_k_minus_1):
+    """GLAD's Q term of task ``t`` and the sums of its slope, bend and Fisher terms in
+    ``log beta_t`` (glad._QTerms.by_log_beta), from its annotations' values in the
+    tile buffers."""
+    value = 0.0
+    slope_sum = 0.0
+    bend_sum = 0.0
+    fisher_sum = 0.0
+    for a in range(indptr[t], indptr[t + 1]):
+        i = a - begin
+        right = float(probas[t, label[a]])
+        x = xs[i]
+        value += rights[i] - (1.0 - right) * (x + log_k_minus_1)
+        s = sigma[i]
+        slope = (right - s) * x
+        fisher = s * (1.0 - s) * x**2
+        slope_sum += slope
+        bend_sum += fisher - slope
+        fisher_sum += fisher
+    return value, slope_sum, bend_sum, fisher_sum
+
+
+@njit(**_OPTIONS)
 def glad_alpha_range(
-    indptr, worker, label, probas, alphas, log_betas, log_k_minus_1, derivatives, first, last, out
-):
+    indptr, worker, label, probas, alphas, log_betas, log_k_minus_1, derivatives, task_sums,
+    first, last, out,
+):  # fmt: skip
     """Add, per worker, the sums over the annotations of tasks ``first..last-1`` of
     GLAD's Q term and (with ``derivatives``) its slope and curvature in ``alpha``
-    (glad._QTerms.by_alpha) to ``out`` (3 or 1, n_workers)."""
+    (glad._QTerms.by_alpha) to ``out`` (3 or 1, n_workers). With a non-empty
+    ``task_sums`` (n_tasks, 4), also each task's sums of :func:`_beta_sums` at these
+    ``alphas`` (what the ``log beta`` step that follows a trial of ``alpha`` starts
+    from, when the trial is the step taken: its values are computed once)."""
     xs, rights, sigma, bits, bits2, betas = _glad_buffers(indptr, first, last)
+    ahead = len(task_sums) > 0 and not derivatives
     for start in range(first, last, GLAD_TILE):
         stop = min(start + GLAD_TILE, last)
         _glad_values(
@@ -482,11 +579,34 @@ def glad_alpha_range(
             bits,
             bits2,
             betas,
-            derivatives,
+            derivatives or ahead,
         )
         begin = indptr[start]
         for t in range(start, stop):
             beta = betas[t - start]
+            if ahead:  # each term once, added per worker and (as _beta_sums) per task
+                value = 0.0
+                slope_sum = 0.0
+                bend_sum = 0.0
+                fisher_sum = 0.0
+                for a in range(indptr[t], indptr[t + 1]):
+                    i = a - begin
+                    right = float(probas[t, label[a]])
+                    x = xs[i]
+                    term = rights[i] - (1.0 - right) * (x + log_k_minus_1)
+                    out[0, worker[a]] += term
+                    value += term
+                    s = sigma[i]
+                    slope = (right - s) * x
+                    fisher = s * (1.0 - s) * x**2
+                    slope_sum += slope
+                    bend_sum += fisher - slope
+                    fisher_sum += fisher
+                task_sums[t, 0] = value
+                task_sums[t, 1] = slope_sum
+                task_sums[t, 2] = bend_sum
+                task_sums[t, 3] = fisher_sum
+                continue
             for a in range(indptr[t], indptr[t + 1]):
                 w = worker[a]
                 i = a - begin
@@ -629,6 +749,7 @@ def glad_beta_newton_range(
     prior_mean,
     max_halvings,
     trial,
+    task_sums,
     first,
     last,
 ):
@@ -637,35 +758,33 @@ def glad_beta_newton_range(
     :func:`glad_beta_range`, done task by task (each ``b_i`` owns only its task's terms,
     so the step, its halvings and the test that the task's objective did not decrease
     need no other task: one pass instead of one per halving, and no per-task
-    temporaries). ``trial``: scratch (n_tasks,). Returns the largest step taken."""
+    temporaries). ``trial``: scratch (n_tasks,). ``task_sums``: each task's sums at
+    the current parameters from :func:`glad_alpha_range` (n_tasks, 4), or empty (then
+    computed here). Returns the largest step taken."""
     xs, rights, sigma, bits, bits2, betas = _glad_buffers(indptr, first, last)
     steps = np.empty(GLAD_TILE)
     currents = np.empty(GLAD_TILE)
     worse_first = np.empty(GLAD_TILE, dtype=np.bool_)
+    given = len(task_sums) > 0
     largest = 0.0
     for start in range(first, last, GLAD_TILE):
         stop = min(start + GLAD_TILE, last)
-        _glad_values(
-            indptr, worker, alphas, log_betas, start, stop, xs, rights, sigma, bits, bits2,
-            betas, True,
-        )  # fmt: skip
+        if not given:
+            _glad_values(
+                indptr, worker, alphas, log_betas, start, stop, xs, rights, sigma, bits, bits2,
+                betas, True,
+            )  # fmt: skip
         begin = indptr[start]
         for t in range(start, stop):
-            value = 0.0
-            slope_sum = 0.0
-            bend_sum = 0.0
-            fisher_sum = 0.0
-            for a in range(indptr[t], indptr[t + 1]):
-                i = a - begin
-                right = float(probas[t, label[a]])
-                x = xs[i]
-                value += rights[i] - (1.0 - right) * (x + log_k_minus_1)
-                s = sigma[i]
-                slope = (right - s) * x
-                fisher = s * (1.0 - s) * x**2
-                slope_sum += slope
-                bend_sum += fisher - slope
-                fisher_sum += fisher
+            if given:
+                value = task_sums[t, 0]
+                slope_sum = task_sums[t, 1]
+                bend_sum = task_sums[t, 2]
+                fisher_sum = task_sums[t, 3]
+            else:
+                value, slope_sum, bend_sum, fisher_sum = _beta_sums(
+                    indptr, label, probas, xs, rights, sigma, begin, t, log_k_minus_1
+                )
             param = log_betas[t]
             currents[t - start] = value - 0.5 * (param - prior_mean) ** 2
             gradient = slope_sum - (param - prior_mean)
@@ -681,7 +800,11 @@ def glad_beta_newton_range(
             False,
         )  # fmt: skip
         for t in range(start, stop):
-            reached = _task_value(indptr, label, probas, xs, rights, begin, t, log_k_minus_1)
+            reached = 0.0  # _task_value, inline
+            for a in range(indptr[t], indptr[t + 1]):
+                i = a - begin
+                right = float(probas[t, label[a]])
+                reached += rights[i] - (1.0 - right) * (xs[i] + log_k_minus_1)
             reached -= 0.5 * (trial[t] - prior_mean) ** 2
             current = currents[t - start]
             worse_first[t - start] = reached < current - 1e-12 * abs(current)
@@ -710,3 +833,8 @@ def glad_beta_newton_range(
             log_betas[t] += step
             largest = max(largest, abs(step))
     return largest
+
+
+# The majority vote's one pass and NumPy's PCG64 draws by jump-ahead (its own module:
+# the module size limit); imported here for the drivers' ``getattr``.
+from crowdlearn.aggregation._numba_votes import majority_range  # noqa: E402, F401

@@ -212,18 +212,35 @@ class GLAD(IncrementalMixin, IterativeAggregator):
         block, probas = self._fused, self.probas_
         k1 = float(self._log_k_minus_1)
         codes = (block.indptr, block.worker, block.label, probas)
+        # Each trial of the alphas also writes each task's sums for the log beta step
+        # at those alphas; when the last trial is the step taken (the usual case: no
+        # halving), the log beta step starts from them instead of computing them again.
+        task_sums = np.empty((block.n_tasks, 4))
+        last_trial: list[np.ndarray] = []
 
         def alpha_sums(alphas: np.ndarray, derivatives: bool = True) -> list[np.ndarray]:
-            sums = _kernels.glad_alpha_sums(*codes, alphas, self._log_betas, k1, derivatives)
+            ahead = None if derivatives else task_sums
+            sums = _kernels.glad_alpha_sums(
+                *codes, alphas, self._log_betas, k1, derivatives, ahead
+            )
             if sums is None:
                 raise _NoKernel
+            if not derivatives:
+                last_trial[:] = [alphas.copy()]
             return list(sums)
 
         try:
             for _ in range(self.m_step_max_iter):
+                last_trial.clear()
                 alpha_step = newton_step(self.alphas_, self.alpha_prior_mean, alpha_sums)
+                taken = bool(last_trial) and np.array_equal(last_trial[0], self.alphas_)
                 beta_step = _kernels.glad_beta_newton(
-                    *codes, self.alphas_, self._log_betas, k1, self.log_beta_prior_mean
+                    *codes,
+                    self.alphas_,
+                    self._log_betas,
+                    k1,
+                    self.log_beta_prior_mean,
+                    task_sums=task_sums if taken else None,
                 )
                 if beta_step is None:
                     raise _NoKernel

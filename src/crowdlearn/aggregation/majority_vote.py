@@ -94,8 +94,27 @@ class MajorityVote(VoteCountMixin, BaseAggregator):
         self.chunk_size = chunk_size
 
     def _fit(self, data: CrowdData) -> None:
+        if self._fused_fit(data):
+            return
         self.vote_counts_ = _counts(data, self.chunk_size)
         self._from_counts(data)
+
+    def _fused_fit(self, data: CrowdData) -> bool:
+        """The whole fit in one parallel pass over the annotations (large data sorted
+        by task, its vote counts not cached: the counts, the class with the same
+        tie-break and random keys, the one-hot rows; the labels are kept for
+        ``labels_``); False where it does not apply (see _kernels.majority_vote)."""
+        if self.chunk_size is not None or "vote_counts" in data.__dict__:
+            return False
+        if not _kernels.active(data.n_annotations):
+            return False
+        fused = _kernels.majority_vote(
+            data.task, data.label, data.n_tasks, data.n_classes, self.tie_break, self.random_state
+        )
+        if fused is None:
+            return False
+        self.vote_counts_, self.probas_, self._fit_labels = fused
+        return True
 
     def _from_counts(self, data: CrowdData) -> None:
         majority = break_ties(self.vote_counts_, self.tie_break, self.random_state)
