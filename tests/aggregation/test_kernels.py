@@ -216,50 +216,51 @@ def test_environment_variable_forces_the_numpy_path(monkeypatch):
     assert _kernels.active(1)
 
 
-def test_the_size_threshold_falls_with_the_methods_cost_per_annotation(monkeypatch):
-    """Before numba is loaded, a method whose NumPy iterations cost more per annotation
-    (more classes, GLAD's transcendentals) takes the kernels on fewer annotations."""
+def test_glad_takes_the_kernels_on_fewer_annotations(monkeypatch):
+    """Before numba is loaded, GLAD (whose NumPy iterations cost most per annotation)
+    takes the kernels from 200k annotations, the other methods from 2M."""
     monkeypatch.setattr(_kernels, "_STATE", {"kernels": None, "failed": False, "noted": False})
     monkeypatch.setattr(_kernels, "available", lambda: True)
-    n = 500_000
-    assert not _kernels.active(n)  # the votes, and a two-class Dawid-Skene
-    assert not _kernels.active(n, _kernels.weight("ds", 2))
-    assert not _kernels.active(n, _kernels.weight("onecoin", 4))
-    assert _kernels.active(n, _kernels.weight("ds", 10))
-    assert _kernels.active(n, _kernels.weight("onecoin", 10))
-    assert _kernels.active(n, _kernels.weight("glad", 2))
-    assert not _kernels.active(100_000, _kernels.weight("glad", 2))
-    assert _kernels.weight("mv", 10) == 1.0
+    assert not _kernels.active(500_000)
+    assert not _kernels.active(500_000, _kernels.weight("ds"))
+    assert _kernels.active(500_000, _kernels.weight("glad"))
+    assert _kernels.active(200_000, _kernels.weight("glad"))
+    assert not _kernels.active(100_000, _kernels.weight("glad"))
+    assert _kernels.active(_kernels.MIN_ANNOTATIONS)
     # once loaded, every method takes them from MIN_LOADED annotations
     monkeypatch.setitem(_kernels._STATE, "kernels", object())
     assert _kernels.active(_kernels.MIN_LOADED) and not _kernels.active(_kernels.MIN_LOADED - 1)
 
 
-def test_a_ten_class_fit_of_half_a_million_takes_the_kernels(monkeypatch):
-    """Dawid-Skene's design is built for the kernels from 400k annotations at K=10
-    (numba not yet loaded), and stays on SciPy at K=2."""
+def test_a_glad_fit_of_a_quarter_million_runs_on_the_kernels(monkeypatch):
+    """GLAD's fit builds the fused CSR block from 200k annotations (numba not yet
+    loaded in the fit's view) and gives the NumPy path's posteriors."""
     if not _kernels.available():
         pytest.skip("numba unavailable")
-    monkeypatch.setattr(_kernels, "_STATE", {**_kernels._STATE, "kernels": None})
-    monkeypatch.setattr(_kernels, "available", lambda: True)
     rng = np.random.default_rng(0)
-    n_tasks, per_task = 100_000, 5
+    n_tasks, per_task = 50_000, 5
     task = np.repeat(np.arange(n_tasks), per_task)
-    block = next(
-        iter(
-            BlockReader(
-                CrowdData(
-                    task=task,
-                    worker=(task * 7 + np.tile(np.arange(per_task), n_tasks)) % 500,
-                    label=rng.integers(0, 2, task.size),
-                    n_classes=10,
-                ),
-                None,
-            )
-        )
+    data = CrowdData(
+        task=task,
+        worker=(task * 7 + np.tile(np.arange(per_task), n_tasks)) % 500,
+        label=rng.integers(0, 2, task.size),
+        n_classes=2,
     )
-    assert isinstance(block_design(block, 500, 10, np.float64), CodesDesign)
-    assert not isinstance(block_design(block, 500, 2, np.float64), CodesDesign)
+    monkeypatch.setattr(_kernels, "_STATE", {**_kernels._STATE, "kernels": None})
+    answers = []
+    active = _kernels.active
+
+    def recorded(n, weight=1.0):
+        answers.append((n, weight, active(n, weight)))
+        return answers[-1][2]
+
+    monkeypatch.setattr(_kernels, "active", recorded)
+    fused = GLAD(max_iter=3, tol=0, progress=False).fit(data)
+    assert answers[0] == (data.n_annotations, _kernels.GLAD_WEIGHT, True)
+    monkeypatch.setenv("CROWDLEARN_NO_NUMBA", "1")
+    plain = GLAD(max_iter=3, tol=0, progress=False).fit(data)
+    assert answers[-1][2] is False
+    np.testing.assert_allclose(fused.probas_, plain.probas_, rtol=0, atol=1e-10)
 
 
 def test_numpy_fallback_with_one_note_when_numba_cannot_load(monkeypatch):

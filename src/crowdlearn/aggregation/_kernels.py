@@ -34,20 +34,23 @@ numba's ``workqueue`` layer refuses. It also compiles several times faster.
 kernels: numba importable, not disabled by the environment variable
 ``CROWDLEARN_NO_NUMBA=1``, and ``n * weight >= MIN_ANNOTATIONS`` (2M), or ``n >=
 MIN_LOADED`` (100k) once the kernels are loaded in the process. Why: the first use in
-a process pays a fixed cost to import numba and load the cached kernels (0.24-0.27 s
-for :func:`available` alone on the shared 2-core machine, load about 3; more on first
-calls), while the NumPy path's cost per iteration grows with the annotations times
-the classes (its (annotations, K) temporaries), and GLAD's with its transcendentals.
-``weight`` (:func:`weight`) is ``K / 2`` for Dawid-Skene and one-coin, 10 for GLAD, 1
-for the one-pass votes. Measured by ``benchmarks/speed/_kernel_threshold.py`` (a first
-fit in a fresh process, NumPy / kernels, medians of 3 for DS and 2 for the others,
-machine shared at load about 3, 2026-11-27): DS K=2 0.25 at 1M, 1.19 at 2M; K=4 0.25
-at 500k, 0.94 at 1M, 1.41 at 2M; K=10 0.25 at 100k, 1.37 at 250k, 1.93 at 500k;
-one-coin K=2 0.67 at 1M, 1.98 at 2M; K=4 1.29 at 1M; K=10 0.78 at 250k, 1.18 at
-500k; GLAD K=2 0.43 at 100k, 1.31 at 250k; K=4 0.81 at 100k, 1.46 at 250k. The
-thresholds (2M at K=2, 1M at K=4, 400k at K=10, 200k for GLAD) sit at the measured
-crossings; a fit of 1M two-class annotations in a fresh process (the ``scale`` and
-``frame-fit`` benchmarks' smallest) stays on NumPy and does not take numba's ~0.1 GB.
+a process pays a fixed cost to import numba and load the cached kernels (a first fit
+of 100k annotations on the kernels takes 0.27-0.33 s in a fresh process against
+0.01-0.09 s on NumPy), which only enough NumPy work pays back; ``weight``
+(:func:`weight`) is 10 for GLAD and 1 for the others. Measured by
+``benchmarks/speed/_kernel_threshold.py`` on a quiet machine (load 0.4, 2026-11-27; a
+first fit in a fresh process, NumPy / kernels, medians of 3 for DS and 2 for GLAD):
+DS K=2 (7 iterations) 0.28 at 1M, 0.55 at 2M; K=4 (13 iterations) 0.52 at 1M, 0.83
+at 2M; K=10 (53 iterations) 0.56 at 250k, 1.07 at 500k, 1.50 at 1M; GLAD K=2 1.45 at
+250k, 2.95 at 500k; K=10 2.86 at 500k. The crossing follows the number of iterations,
+which a fit does not know beforehand, more than K: a threshold falling with K (tried:
+2M x 2 / K) put the ``scale`` benchmark's ten-class fit of 1M annotations (27
+iterations) on the kernels at 0.54 s against 0.41 s on NumPy, so DS and one-coin keep
+the size threshold; GLAD's iterations cost enough for 200k. (The same script on the
+machine shared at load about 3 gave crossings near 2M / K for DS: the NumPy path, with
+its large temporaries, slows more under load than the kernels.) A fit of 1M
+annotations in a fresh process (the ``scale`` and ``frame-fit`` benchmarks' smallest)
+stays on NumPy and does not take numba's ~0.1 GB.
 Compiled
 kernels are cached on disk (``cache=True``: compilation is paid once per machine).
 If numba cannot be imported,
@@ -114,17 +117,12 @@ def active(n_annotations: int, weight: float = 1.0) -> bool:
 GLAD_WEIGHT = 10.0
 
 
-def weight(method: str, n_classes: int) -> float:
-    """The ``weight`` of :func:`active` for an EM method: ``n_classes / 2`` for
-    Dawid-Skene and one-coin (their NumPy steps build (annotations, K) temporaries),
-    :data:`GLAD_WEIGHT` for GLAD (exponentials and logarithms per annotation), 1 for
-    the one-pass votes. Set from ``benchmarks/speed/_kernel_threshold.py`` (the
+def weight(method: str) -> float:
+    """The ``weight`` of :func:`active` for a method: :data:`GLAD_WEIGHT` for GLAD
+    (exponentials and logarithms per annotation on each of its passes), 1 for the
+    others. Set from ``benchmarks/speed/_kernel_threshold.py`` on a quiet machine (the
     module docstring gives its measurements)."""
-    if method == "glad":
-        return GLAD_WEIGHT
-    if method in ("ds", "onecoin"):
-        return max(n_classes, 2) / 2
-    return 1.0
+    return GLAD_WEIGHT if method == "glad" else 1.0
 
 
 def ready(n_cells: int) -> bool:

@@ -163,7 +163,7 @@ class GLAD(IncrementalMixin, IterativeAggregator):
         self._fused = None
         self._probas_owned = False
         if self.chunk_size is None and _kernels.active(
-            data.n_annotations, _kernels.weight("glad", data.n_classes)
+            data.n_annotations, _kernels.weight("glad")
         ):
             self._fused = next(iter(BlockReader(data, None)))
         self._e_step(data)  # posteriors under the initial parameters
