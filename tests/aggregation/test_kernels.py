@@ -216,13 +216,17 @@ def test_environment_variable_forces_the_numpy_path(monkeypatch):
     assert _kernels.active(1)
 
 
-def test_glad_takes_the_kernels_on_fewer_annotations(monkeypatch):
+def test_the_size_threshold_falls_with_the_methods_cost_per_annotation(monkeypatch):
     """Before numba is loaded, GLAD (whose NumPy iterations cost most per annotation)
-    takes the kernels from 200k annotations, the other methods from 2M."""
+    takes the kernels from 200k annotations, Dawid-Skene and one-coin from 2M x 2 / K,
+    the votes from 2M."""
     monkeypatch.setattr(_kernels, "_STATE", {"kernels": None, "failed": False, "noted": False})
     monkeypatch.setattr(_kernels, "available", lambda: True)
     assert not _kernels.active(500_000)
     assert not _kernels.active(500_000, _kernels.weight("ds"))
+    assert not _kernels.active(500_000, _kernels.weight("onecoin", 4))
+    assert _kernels.active(500_000, _kernels.weight("ds", 10))  # K=10: from 400k
+    assert _kernels.active(1_000_000, _kernels.weight("onecoin", 4))  # K=4: from 1M
     assert _kernels.active(500_000, _kernels.weight("glad"))
     assert _kernels.active(200_000, _kernels.weight("glad"))
     assert not _kernels.active(100_000, _kernels.weight("glad"))

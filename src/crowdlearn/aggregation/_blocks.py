@@ -159,7 +159,7 @@ def block_design(
     index_dtype = np.int32 if n_workers * k < np.iinfo(np.int32).max else np.int64
     columns = block.worker.astype(index_dtype) * index_dtype(k) + block.label
     shape = (block.n_tasks, n_workers * k)
-    if _kernels.active(len(columns)):
+    if _kernels.active(len(columns), _kernels.weight("ds", k)):
         return CodesDesign(block.indptr, columns, shape, np.dtype(dtype))
     return sp.csr_matrix((np.ones(len(columns), dtype=dtype), columns, block.indptr), shape=shape)
 

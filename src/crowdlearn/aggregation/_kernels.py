@@ -33,24 +33,27 @@ numba's ``workqueue`` layer refuses. It also compiles several times faster.
 **When they run.** :func:`active` says whether a block of ``n`` annotations uses the
 kernels: numba importable, not disabled by the environment variable
 ``CROWDLEARN_NO_NUMBA=1``, and ``n * weight >= MIN_ANNOTATIONS`` (2M), or ``n >=
-MIN_LOADED`` (100k) once the kernels are loaded in the process. Why: the first use in
-a process pays a fixed cost to import numba and load the cached kernels (a first fit
-of 100k annotations on the kernels takes 0.27-0.33 s in a fresh process against
-0.01-0.09 s on NumPy), which only enough NumPy work pays back; ``weight``
-(:func:`weight`) is 10 for GLAD and 1 for the others. Measured by
+MIN_LOADED`` (100k) once the kernels are loaded in the process. ``weight``
+(:func:`weight`) is ``K / 2`` for Dawid-Skene and one-coin, 10 for GLAD, 1 for the
+one-pass votes: 2M at K=2, 1M at K=4, 400k at K=10, 200k for GLAD.
+
+Why: the first use in a process pays a fixed cost to import numba and load the cached
+kernels (a first fit of 100k annotations on the kernels takes 0.27-0.33 s in a fresh
+process against 0.01-0.09 s on NumPy), while the NumPy path's cost grows with the
+annotations, the classes (its (annotations, K) temporaries) and the iterations. A fit
+does not know its iterations beforehand, so the rule takes the size and K, and accepts a
+bounded loss on short fits for the gain on long ones. Measured by
 ``benchmarks/speed/_kernel_threshold.py`` on a quiet machine (load 0.4, 2026-11-27; a
-first fit in a fresh process, NumPy / kernels, medians of 3 for DS and 2 for GLAD):
-DS K=2 (7 iterations) 0.28 at 1M, 0.55 at 2M; K=4 (13 iterations) 0.52 at 1M, 0.83
-at 2M; K=10 (53 iterations) 0.56 at 250k, 1.07 at 500k, 1.50 at 1M; GLAD K=2 1.45 at
-250k, 2.95 at 500k; K=10 2.86 at 500k. The crossing follows the number of iterations,
-which a fit does not know beforehand, more than K: a threshold falling with K (tried:
-2M x 2 / K) put the ``scale`` benchmark's ten-class fit of 1M annotations (27
-iterations) on the kernels at 0.54 s against 0.41 s on NumPy, so DS and one-coin keep
-the size threshold; GLAD's iterations cost enough for 200k. (The same script on the
-machine shared at load about 3 gave crossings near 2M / K for DS: the NumPy path, with
-its large temporaries, slows more under load than the kernels.) A fit of 1M
-annotations in a fresh process (the ``scale`` and ``frame-fit`` benchmarks' smallest)
-stays on NumPy and does not take numba's ~0.1 GB.
+first fit in a fresh process, NumPy / kernels, medians of 3 for DS and 2 for GLAD): DS
+K=2 (7 iterations) 0.28 at 1M, 0.55 at 2M; K=4 (13 iterations) 0.52 at 1M, 0.83 at 2M;
+K=10 (53 iterations) 0.56 at 250k, 1.07 at 500k, 1.50 at 1M; GLAD K=2 1.45 at 250k, 2.95
+at 500k; K=10 2.86 at 500k. The losses are at most the loading cost, once a process
+(K=4 at 1M: 0.36 s against 0.19 s); the gains grow with the fit: ``aggregation-speed``'s
+ten-class DS of 500k annotations (81 iterations) takes 0.568 s on the kernels against
+0.82 s on NumPy, and ``scale``'s ten-class fit of 1M (27 iterations) 0.54 s against
+0.41 s (both benchmarks' runs of 2026-11-27). Measured with the machine shared at load
+about 3 the NumPy path, with its large temporaries, slowed more than the kernels and
+the crossings sat near 2M x 2 / K.
 Compiled
 kernels are cached on disk (``cache=True``: compilation is paid once per machine).
 If numba cannot be imported,
@@ -117,12 +120,17 @@ def active(n_annotations: int, weight: float = 1.0) -> bool:
 GLAD_WEIGHT = 10.0
 
 
-def weight(method: str) -> float:
-    """The ``weight`` of :func:`active` for a method: :data:`GLAD_WEIGHT` for GLAD
-    (exponentials and logarithms per annotation on each of its passes), 1 for the
-    others. Set from ``benchmarks/speed/_kernel_threshold.py`` on a quiet machine (the
-    module docstring gives its measurements)."""
-    return GLAD_WEIGHT if method == "glad" else 1.0
+def weight(method: str, n_classes: int = 2) -> float:
+    """The ``weight`` of :func:`active` for an EM method: ``n_classes / 2`` for
+    Dawid-Skene and one-coin (their NumPy steps build (annotations, K) temporaries),
+    :data:`GLAD_WEIGHT` for GLAD (exponentials and logarithms per annotation), 1 for
+    the one-pass votes. Set from ``benchmarks/speed/_kernel_threshold.py`` (the module
+    docstring gives its measurements and the trade-off)."""
+    if method == "glad":
+        return GLAD_WEIGHT
+    if method in ("ds", "onecoin"):
+        return max(n_classes, 2) / 2
+    return 1.0
 
 
 def ready(n_cells: int) -> bool:

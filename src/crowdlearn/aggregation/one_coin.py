@@ -218,7 +218,7 @@ def skill_statistics(
     labels and the number of annotations; per class, the posterior mass of the
     annotated tasks. Summed over blocks. Large blocks run the fused kernel
     (:mod:`crowdlearn.aggregation._kernels`; same sums to rounding)."""
-    if _kernels.active(len(block.worker)):
+    if _kernels.active(len(block.worker), _kernels.weight("onecoin", probas.shape[1])):
         probas = np.ascontiguousarray(probas)
         fused = _kernels.skill_sums(block.indptr, block.worker, block.label, probas, n_workers)
         if fused is not None:
@@ -237,7 +237,7 @@ def one_coin_posterior_block(
     (the fused kernel on large blocks, see :func:`skill_statistics`). The kernel writes
     into ``out`` (block tasks, K) when given, of the right dtype and contiguous."""
     k = len(priors)
-    if _kernels.active(len(block.worker)):
+    if _kernels.active(len(block.worker), _kernels.weight("onecoin", k)):
         log_right = np.log(skills)
         log_wrong = np.log((1 - skills) / max(k - 1, 1))
         if out is None or out.dtype != log_right.dtype or not out.flags.c_contiguous:
