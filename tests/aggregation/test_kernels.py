@@ -267,6 +267,26 @@ def test_a_glad_fit_of_a_quarter_million_runs_on_the_kernels(monkeypatch):
     np.testing.assert_allclose(fused.probas_, plain.probas_, rtol=0, atol=1e-10)
 
 
+def test_the_codes_design_times_a_vector_stays_on_the_kernels(monkeypatch):
+    """``design @ vector`` and ``design.T @ vector`` (the incremental update's bound
+    takes them) equal SciPy's, with no fallback note: the kernels took only tables,
+    and a vector made them fail to compile and switched the process to NumPy."""
+    if not _kernels.available():
+        pytest.skip("numba unavailable")
+    monkeypatch.setattr(_kernels, "MIN_ANNOTATIONS", 0)
+    data = random_crowd(4, 3)
+    block = next(iter(BlockReader(data, None)))
+    design = block_design(block, data.n_workers, 3, np.float64)
+    assert isinstance(design, CodesDesign)
+    rng = np.random.default_rng(0)
+    columns, tasks = rng.random(design.shape[1]), rng.random(design.shape[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(design @ columns, design.to_sparse() @ columns, rtol=1e-12)
+        np.testing.assert_allclose(design.T @ tasks, design.to_sparse().T @ tasks, rtol=1e-12)
+    assert _kernels.available()
+
+
 def test_numpy_fallback_with_one_note_when_numba_cannot_load(monkeypatch):
     data = random_crowd(2, 3)
     reference = DawidSkene(max_iter=5, tol=0, progress=False).fit(data)  # NumPy: small data

@@ -188,6 +188,8 @@ class CodesDesign:
         return sp.csr_matrix((ones, self.columns, self.indptr), shape=self.shape)
 
     def __matmul__(self, table: np.ndarray) -> np.ndarray:
+        if np.ndim(table) == 1:  # a vector: the kernel takes a (columns, K) table
+            return (self @ np.asarray(table)[:, None])[:, 0]
         dtype = np.result_type(self.dtype, table.dtype)
         table = np.ascontiguousarray(table, dtype=dtype)
         scores = _kernels.run("ds_scores", self.indptr, self.columns, table)
@@ -207,6 +209,8 @@ class _TransposedDesign:
 
     def __matmul__(self, probas: np.ndarray) -> np.ndarray:
         design = self.design
+        if np.ndim(probas) == 1:  # a vector: the kernel takes a (tasks, K) table
+            return (self @ np.asarray(probas)[:, None])[:, 0]
         probas = np.ascontiguousarray(probas)
         result = _kernels.ds_m_step(
             design.indptr, design.columns, probas, None, False, design.shape[1]
