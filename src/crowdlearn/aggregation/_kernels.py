@@ -187,26 +187,11 @@ def run_ranges(name: str, bounds: np.ndarray, args: tuple, per_range: list | Non
     """Call kernel ``name(*args, first, last, *per_range[r])`` for each range ``r`` of
     ``bounds`` on the thread pool (a single range in the calling thread); the list of
     results, or None (after the one-time note) if the kernel cannot compile."""
-    module = _kernels()
-    if module is None:
-        return None
-    kernel = getattr(module, name)
-    n = len(bounds) - 1
-
-    def call(r: int) -> Any:
-        extra = () if per_range is None else per_range[r]
-        return kernel(*args, int(bounds[r]), int(bounds[r + 1]), *extra)
-
-    try:
-        if n == 1:
-            return [call(0)]
-        futures = [_pool().submit(call, r) for r in range(n)]
-        return [future.result() for future in futures]
-    except Exception as error:
-        if _is_compile_error(error):
-            _note(f"{name} failed to compile: {type(error).__name__}: {error}")
-            return None
-        raise
+    per = [
+        (int(bounds[r]), int(bounds[r + 1]), *(() if per_range is None else per_range[r]))
+        for r in range(len(bounds) - 1)
+    ]
+    return run_ranges_each(name, args, per)
 
 
 def run_ranges_each(name: str, args: tuple, per_range: list) -> Any:
