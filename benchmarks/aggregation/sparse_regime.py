@@ -372,22 +372,11 @@ class ClassWeightedVoteShares(ClassWeightedPrior):
         return self._vote_shares
 
 
-class CavityVoteShares(Cavity):
+class CavityVoteShares(Cavity, VoteSharePrior):
     """:class:`Cavity`'s confusion counts (each label's own vote out of its task's
     posterior: the heavy ZenCrowd workers confirm their own labels) with the class
-    prior held at the vote shares."""
-
-    def _initialize(
-        self, data: CrowdData, gold: Any = None, initial_confusions: Any = None
-    ) -> None:
-        super()._initialize(data, gold, initial_confusions)
-        votes = data.vote_counts.toarray().astype(np.float64)
-        shares = frequencies(votes[votes.sum(axis=1) > 0], np.dtype(np.float64)).mean(axis=0)
-        self._vote_shares = shares
-
-    def _set_parameters(self, counts: np.ndarray, totals: np.ndarray, n_workers: int) -> None:
-        super()._set_parameters(counts, totals, n_workers)
-        self.priors_ = self._vote_shares.astype(self._dtype)
+    prior held at the vote shares (:class:`VoteSharePrior`'s initialisation and
+    parameters)."""
 
 
 #: Candidate rules of the candidates table (column label -> estimator class).
