@@ -115,6 +115,23 @@ def test_higher_accuracy_than_crowdkit_does_not_fail_the_target():
     assert "+0.0020" in verdicts[TARGETS[0].text].detail
 
 
+def test_verdict_names_the_untimed_imports_when_the_rows_have_them():
+    # Fabricated rows: the verdict is on fit_seconds; the imports are reported beside it.
+    rows = [
+        {**_row("crowdlearn", "DawidSkene", 500_000, seconds=1.0), "import_seconds": 0.5},
+        {**_row("crowd-kit", "DawidSkene", 500_000, seconds=25.0), "import_seconds": 1.25},
+    ]
+    verdict = {v.target: v for v in target_verdicts(pd.DataFrame(rows))}[TARGETS[0].text]
+    assert verdict.met is True and "ratio 25.0" in verdict.detail
+    assert "not timed: crowd-kit 1.25 s, ours 0.50 s" in verdict.detail
+    rows[1].pop("import_seconds")  # a resumed row measured before the column existed
+    verdict = {v.target: v for v in target_verdicts(pd.DataFrame(rows))}[TARGETS[0].text]
+    assert "crowd-kit not recorded, ours 0.50 s" in verdict.detail
+    without = [_row("crowdlearn", "DawidSkene", 500_000), _row("crowd-kit", "DawidSkene", 500_000)]
+    verdict = {v.target: v for v in target_verdicts(pd.DataFrame(without))}[TARGETS[0].text]
+    assert "imports" not in verdict.detail
+
+
 def test_speed_below_the_factor_is_not_met_and_missing_runs_are_undetermined():
     rows = [
         _row("crowdlearn", "DawidSkene", 500_000, seconds=2.0),
@@ -143,6 +160,7 @@ def test_quick_run_writes_every_row_and_the_table(tmp_path, monkeypatch):
     assert set(ours["method"]) == {"MajorityVote", "DawidSkene"}
     assert (ours["status"] == "ok").all() and ours["accuracy"].between(0, 1).all()
     assert (ours["peak_fit_bytes"] >= 0).all() and (ours["fit_seconds"] > 0).all()
+    assert (ours["import_seconds"] > 0).all()  # timed apart from the fit
     large = raw[raw["n_classes"] == 2]
     assert len(large) == 1 and large["status"].iloc[0] == "ok"
     assert large["source"].iloc[0] == "simulated in the child"
