@@ -10,7 +10,10 @@ files of the blocks before it (and nothing else):
   ``bash -c`` in the working directory, and each must exit with status 0. ``crowdlearn``
   is the executable beside the running interpreter (``Path(sys.executable).parent``
   comes first on ``PATH``) and ``PYTHONPATH`` is inherited, so the commands run the
-  code under test (``python -m benchmarks``: the checkout's experiments). ``export
+  code under test (``python -m benchmarks``: the checkout's experiments); each
+  ``crowdlearn`` command runs in a process forked from a server that has imported the
+  libraries once (tests/_fork_server.py; ``CROWDLEARN_DOCS_FORK=0``: fresh processes
+  of the console script instead). ``export
   NAME=VALUE`` lines set NAME for the rest of the document, Python blocks included, as
   they would in the reader's shell;
 * any other language (``text``, ``toml``...) is not code and is not run; a fence
@@ -43,6 +46,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import _fork_server
 from conftest import SHARED_DATASETS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -256,7 +260,10 @@ def document_run(tmp_path_factory: pytest.TempPathFactory):
     def get(doc: str) -> DocumentRun:
         if doc not in _RUNS:
             tmp = tmp_path_factory.mktemp(Path(doc).stem)
-            _RUNS[doc] = DocumentRun(cwd=tmp, env=fresh_environment(tmp))
+            env = fresh_environment(tmp)
+            if _fork_server.enabled():  # the commands as forks of a server (its docstring)
+                env = _fork_server.environment(env)
+            _RUNS[doc] = DocumentRun(cwd=tmp, env=env)
         return _RUNS[doc]
 
     return get
