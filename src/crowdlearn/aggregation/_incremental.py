@@ -50,6 +50,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+import crowdlearn.aggregation._incremental_kernels as _ik
 from crowdlearn.aggregation._annotation_store import AnnotationStore, _interleave
 from crowdlearn.aggregation._base import _as_crowd_data, break_ties, break_ties_rows
 from crowdlearn.aggregation._blocks import (
@@ -380,12 +381,60 @@ def _refuse_held_pairs(
     repeated = np.flatnonzero(found)
     if len(repeated):
         first = repeated[0]
-        raise CrowdDataError(
-            f"{len(repeated)} new annotation(s) repeat a (task, worker) pair already held, "
-            f"e.g. task {plain(task_ids[touched[new_local[first]]])} by worker "
-            f"{plain(worker_ids[new_worker[first]])}; send only the annotations that arrived "
-            "since the last update"
-        )
+        _repeated_pairs_error(
+            len(repeated), touched, touched[new_local[first]], new_worker[first], task_ids,
+            worker_ids,
+        )  # fmt: skip
+
+
+def _repeated_pairs_error(
+    count: int,
+    touched: np.ndarray,
+    task: int,
+    worker: int,
+    task_ids: np.ndarray,
+    worker_ids: np.ndarray,
+) -> None:
+    """The CrowdDataError of ``count`` new annotations that repeat a held (task,
+    worker) pair, the first of them on task code ``task`` by worker code ``worker``."""
+    raise CrowdDataError(
+        f"{count} new annotation(s) repeat a (task, worker) pair already held, "
+        f"e.g. task {plain(task_ids[task])} by worker "
+        f"{plain(worker_ids[worker])}; send only the annotations that arrived "
+        "since the last update"
+    )
+
+
+def _fused_touched_block(
+    store: AnnotationStore,
+    touched: np.ndarray,
+    first: np.ndarray,
+    new_worker: np.ndarray,
+    new_label: np.ndarray,
+    n_workers: int,
+) -> tuple[np.ndarray, ...] | None:
+    """The touched tasks' block (each task's held rows, then its new ones: local
+    codes, workers, labels, ``is_new``) and the count and first index of the new rows
+    that repeat a held (task, worker) pair, in one compiled pass
+    (:func:`_incremental_kernels.gather`); None where the kernels do not run.
+    ``first`` marks the first new row of each touched task (new rows sorted by task)."""
+    store.sort()
+    n_held = len(store.pointer) - 1
+    inside = np.minimum(touched, n_held)
+    base_start = store.pointer[inside]
+    base_stop = np.where(touched < n_held, store.pointer[np.minimum(touched + 1, n_held)], base_start)
+    tail_task = store.tail[0]
+    tail_start = np.searchsorted(tail_task, touched, side="left")
+    tail_stop = np.searchsorted(tail_task, touched, side="right")
+    new_start = np.flatnonzero(first)
+    new_stop = np.append(new_start[1:], len(first))
+    base = store.data_base()
+    return _ik.gather(
+        (base_start, base_stop, base.worker, base.label),
+        (tail_start, tail_stop, store.tail[1], store.tail[2]),
+        (new_start, new_stop, new_worker, new_label),
+        n_workers,
+    )
 
 
 def _merged_truth(
@@ -493,26 +542,38 @@ def append_annotations(
     first = np.ones(len(new_task), dtype=bool)  # new_task is sorted: no hash table
     np.not_equal(new_task[1:], new_task[:-1], out=first[1:])
     touched = new_task[first].astype(np.int64)
-    held_local, held_worker, held_label = store.rows_of(touched)
-    new_local = np.searchsorted(touched, new_task).astype(np.int32)
-    _refuse_held_pairs(
-        touched, held_local, held_worker, new_local, new_worker, n_workers, task_ids, worker_ids
-    )
-    # the touched tasks' block: each task's held rows, then its new ones
-    at_held, at_new = _grouped_positions(len(touched), held_local, new_local)
-    size = len(held_local) + len(new_local)
-    is_new = np.zeros(size, dtype=bool)
-    is_new[at_new] = True
-    local = np.empty(size, dtype=np.int32)
-    worker = np.empty(size, dtype=np.int32)
-    label = np.empty(size, dtype=np.int32)
-    for out, held, fresh in (
-        (local, held_local, new_local),
-        (worker, held_worker, new_worker),
-        (label, held_label, new_label),
-    ):
-        out[at_held] = held
-        out[at_new] = fresh
+    fused = None
+    if _ik.wanted(store.n_annotations):
+        fused = _fused_touched_block(store, touched, first, new_worker, new_label, n_workers)
+    if fused is not None:  # the block and the check in one pass
+        local, worker, label, is_new, repeated, first_repeated = fused
+        if repeated:
+            _repeated_pairs_error(
+                repeated, touched, new_task[first_repeated], new_worker[first_repeated],
+                task_ids, worker_ids,
+            )  # fmt: skip
+    else:
+        held_local, held_worker, held_label = store.rows_of(touched)
+        new_local = np.searchsorted(touched, new_task).astype(np.int32)
+        _refuse_held_pairs(
+            touched, held_local, held_worker, new_local, new_worker, n_workers, task_ids,
+            worker_ids,
+        )  # fmt: skip
+        # the touched tasks' block: each task's held rows, then its new ones
+        at_held, at_new = _grouped_positions(len(touched), held_local, new_local)
+        size = len(held_local) + len(new_local)
+        is_new = np.zeros(size, dtype=bool)
+        is_new[at_new] = True
+        local = np.empty(size, dtype=np.int32)
+        worker = np.empty(size, dtype=np.int32)
+        label = np.empty(size, dtype=np.int32)
+        for out, held, fresh in (
+            (local, held_local, new_local),
+            (worker, held_worker, new_worker),
+            (label, held_label, new_label),
+        ):
+            out[at_held] = held
+            out[at_new] = fresh
     truth = store.truth
     if truth is not None or new.truth is not None:
         truth = np.full(n_tasks, -1, dtype=np.int32)

@@ -57,6 +57,7 @@ import time
 import numpy as np
 import pandas as pd
 
+import crowdlearn.aggregation._incremental_kernels as _ik
 from crowdlearn.aggregation._blocks import Block, block_vote_counts, frequencies
 from crowdlearn.aggregation._design import normalise_log, one_hot_argmax
 from crowdlearn.aggregation._incremental import (
@@ -183,12 +184,31 @@ class IncrementalEMMixin(IncrementalMixin):
     def _block_posteriors(self, block: Block) -> tuple[np.ndarray, float, np.ndarray]:
         """E-step of a block: posteriors, log-likelihood and the log-odds margins (the
         top class against the next) of its tasks."""
-        scores = self._block_log_scores(block)
-        margins = top_margins(scores)
-        probas, log_norm = normalise_log(scores)
+        fused = self._fused_posteriors(block)
+        if fused is not None:
+            probas, likelihood, margins = fused
+        else:
+            scores = self._block_log_scores(block)
+            margins = top_margins(scores)
+            probas, log_norm = normalise_log(scores)
+            likelihood = float(log_norm.sum())
         if getattr(self, "hard", False):
             probas = one_hot_argmax(probas)
-        return probas, float(log_norm.sum()), margins
+        return probas, likelihood, margins
+
+    def _fused_posteriors(self, block: Block) -> tuple[np.ndarray, float, np.ndarray] | None:
+        """:meth:`_block_posteriors`' scores, margins and softmax in one compiled pass
+        over the block from :meth:`_log_tables` (float64 models on data large enough
+        for the kernels, see :func:`_incremental_kernels.wanted`); None otherwise."""
+        store = self.__dict__.get("_store")
+        if self.probas_.dtype != np.float64 or store is None:
+            return None
+        if not _ik.wanted(store.n_annotations):
+            return None
+        log_prior, table = self._log_tables()
+        k = table.shape[1]
+        columns = block.worker.astype(np.int64) * k + block.label
+        return _ik.local_e_step(block.indptr, columns, table, log_prior)
 
     def _settle(
         self,
@@ -205,13 +225,11 @@ class IncrementalEMMixin(IncrementalMixin):
         """
         n_tasks, k = merge.n_tasks, merge.n_classes
         eps = MARGIN_SLACK[np.dtype(self.probas_.dtype).name]
-        margins = self._held_margins(merge)
         # Bound on the change of any task's log-odds: c0 from the prior, r per
         # (worker, label) row (new workers: 0, their rows are all in touched tasks).
         prior_before, table_before = before
         prior_after, table_after = self._log_tables()
         if merge.n_new_classes:
-            margins[:] = -np.inf  # every task gains a class: recompute all
             c0, spread = 0.0, np.zeros(len(table_after))
         else:
             held = _remap_table_rows(table_before, merge.worker_map, table_after)
@@ -219,9 +237,40 @@ class IncrementalEMMixin(IncrementalMixin):
             spread = delta.max(axis=1) - delta.min(axis=1) if k else np.zeros(len(delta))
             shift = prior_after - prior_before
             c0 = float(shift.max() - shift.min()) if k else 0.0
+        fused = None
+        chunked = getattr(self, "chunk_size", None) is not None
+        if merge.store.design is not None and not chunked and not merge.n_new_classes:
+            fused = self._fused_bound(merge, spread, c0, eps)
+        if fused is not None:  # held margins, exact bound and test in one pass
+            margins, unsure = fused
+            unsure[merge.touched] = False
+            recompute = [np.flatnonzero(unsure)]
+        else:
+            margins, recompute = self._bound(merge, spread, c0, eps, chunked)
+        extra = np.sort(np.concatenate(recompute))
+        probas = self._grown_probas(merge)
+        probas[merge.touched] = local
+        margins[merge.touched] = local_margins
+        if len(extra):
+            posteriors, _, extra_margins = self._block_posteriors(merge.store.block(extra))
+            probas[extra] = posteriors
+            margins[extra] = extra_margins
+        self.probas_ = probas
+        self._margins = margins
+        self._probas_exact = False
+        self._changed = np.sort(np.concatenate([merge.touched, extra]))  # disjoint
+
+    def _bound(
+        self, merge: Merge, spread: np.ndarray, c0: float, eps: float, chunked: bool
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """:meth:`_settle`'s margins lowered by the bound, and the tasks to recompute
+        (NumPy passes; :meth:`_fused_bound` is the compiled one)."""
+        n_tasks, k = merge.n_tasks, merge.n_classes
+        margins = self._held_margins(merge)
+        if merge.n_new_classes:
+            margins[:] = -np.inf  # every task gains a class: recompute all
         largest = float(spread.max()) if len(spread) else 0.0
         store = merge.store
-        chunked = getattr(self, "chunk_size", None) is not None
         if store.design is not None and not chunked:
             known, crude = np.zeros(0, dtype=np.int64), None  # the exact bound below
             recompute: list[np.ndarray] = []
@@ -253,18 +302,41 @@ class IncrementalEMMixin(IncrementalMixin):
                 sure = held_margins - bound > eps
                 margins[known[sure]] = held_margins[sure] - bound[sure]
                 recompute.append(known[~sure])
-        extra = np.sort(np.concatenate(recompute))
-        probas = self._grown_probas(merge)
-        probas[merge.touched] = local
-        margins[merge.touched] = local_margins
-        if len(extra):
-            posteriors, _, extra_margins = self._block_posteriors(merge.store.block(extra))
-            probas[extra] = posteriors
-            margins[extra] = extra_margins
-        self.probas_ = probas
-        self._margins = margins
-        self._probas_exact = False
-        self._changed = np.sort(np.concatenate([merge.touched, extra]))  # disjoint
+        return margins, recompute
+
+    def _fused_bound(
+        self, merge: Merge, spread: np.ndarray, c0: float, eps: float
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`_settle`'s exact bound by one compiled pass over all tasks
+        (:func:`_incremental_kernels.settle`): the held margins (from ``probas_``
+        when unknown, as :meth:`_held_margins`) lowered by each task's bound, and the
+        mask of the tasks left unsure; None where the kernels do not run or the held
+        margins need moving (tasks that changed codes)."""
+        store = merge.store
+        if not _ik.wanted(store.n_annotations):
+            return None
+        n_old, k = self.probas_.shape
+        probas = None
+        if self._margins is None or len(self._margins) != n_old:
+            if not (self._probas_exact and _is_identity(merge.task_map) and k >= 2):
+                return None
+            margins = np.empty(merge.n_tasks + merge.n_tasks // 4)[: merge.n_tasks]
+            probas = self.probas_  # margins from the posteriors, in the same pass
+        else:
+            margins = self._held_margins(merge)
+        store.sort()
+        tail_task, tail_worker, tail_label = store.tail
+        tails = None
+        if len(tail_task):
+            weights = spread[tail_worker.astype(np.int64) * k + tail_label]
+            tails = np.bincount(tail_task, weights=weights, minlength=merge.n_tasks)
+        base = store.data_base()
+        floor = 1e-300 if self.probas_.dtype == np.float64 else 1e-37
+        unsure = _ik.settle(
+            store.pointer, base.worker, base.label, spread, k, c0, eps, tails, margins, probas,
+            floor,
+        )  # fmt: skip
+        return None if unsure is None else (margins, unsure)
 
     def _held_margins(self, merge: Merge) -> np.ndarray:
         """The margins' lower bounds before this update, in the merged task codes
@@ -434,6 +506,8 @@ def probas_margins(probas: np.ndarray, capacity: int = 0) -> np.ndarray:
         out[:] = np.inf
         return out
     floor = 1e-300 if probas.dtype == np.float64 else 1e-37
+    if _ik.wanted(probas.size) and _ik.probas_margins(probas, floor, out):
+        return out  # one parallel pass
     for start in range(0, n, _MARGIN_CHUNK):  # chunk by chunk: no (n,) temporary
         rows = out[start : start + _MARGIN_CHUNK]
         top, second = _top_two(probas[start : start + _MARGIN_CHUNK], rows)

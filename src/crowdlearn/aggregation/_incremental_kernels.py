@@ -1,0 +1,255 @@
+"""Compiled passes of ``partial_fit`` (numba, :mod:`crowdlearn.aggregation._numba_incremental`).
+
+An update after a fit on the fused EM kernels (:mod:`crowdlearn.aggregation._kernels`)
+would otherwise spend its time in NumPy passes with temporaries: the bound on every
+task's log-odds (a sparse product over all annotations), the margins of the fit's
+posteriors (all tasks), the touched tasks' block with the check for repeated (task,
+worker) pairs (sorts, ``bincount``s and fancy indexing), the local E-steps (a product,
+then a softmax), the copy of the codes when new rows are inserted, and the random keys
+of tied rows. Each function here does one of them in one pass, on the thread pool of
+``_kernels`` when it goes over all tasks or annotations, in the calling thread when
+it is small (a pool's hand-offs cost more than a pass over a few hundred thousand rows).
+
+Every function returns None where the kernels do not run (numba missing, disabled by
+``CROWDLEARN_NO_NUMBA=1``, or a compile error, noted once as in ``_kernels``); the
+caller then runs its NumPy form, which computes the same values (the same arithmetic
+in the same order; tests/aggregation/test_incremental_kernels.py compares them).
+:func:`wanted` says whether an update of a given size uses them (the rule of
+``_kernels.active``: large data, or numba already loaded by a fit).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+
+import crowdlearn.aggregation._kernels as _kernels
+
+#: Rows (or tasks) below which a pass runs in the calling thread.
+SERIAL_ROWS = 1 << 18
+
+_MODULE: dict[str, Any] = {"module": None}
+
+
+def wanted(n_annotations: int) -> bool:
+    """Whether an update over ``n_annotations`` annotations uses the kernels
+    (``_kernels.active``'s rule: numba available, and large data or already loaded)."""
+    return _kernels.active(n_annotations)
+
+
+def _module() -> Any:
+    if _MODULE["module"] is None:
+        if not _kernels.available():
+            return None
+        try:
+            _MODULE["module"] = importlib.import_module(
+                "crowdlearn.aggregation._numba_incremental"
+            )
+        except Exception as error:  # numba present but this module does not load
+            _kernels._note(f"the incremental kernels could not be imported: {error}")
+            return None
+    return _MODULE["module"]
+
+
+def _run(name: str, calls: list[tuple]) -> list | None:
+    """Kernel ``name`` once per argument tuple (on the pool when several); None if
+    the kernels cannot run."""
+    if not _kernels.available():
+        return None
+    module = _module()
+    if module is None:
+        return None
+    kernel = getattr(module, name)
+    try:
+        if len(calls) == 1:
+            return [kernel(*calls[0])]
+        futures = [_kernels._pool().submit(kernel, *args) for args in calls]
+        return [future.result() for future in futures]
+    except Exception as error:
+        if _kernels._is_compile_error(error):
+            _kernels._note(f"{name} failed to compile: {type(error).__name__}: {error}")
+            return None
+        raise
+
+
+def _bounds(n: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """Range bounds over ``n`` items: one range when small or single-threaded, else
+    one per thread (by ``weights``' CSR pointer when given: equal annotation counts)."""
+    threads = _kernels.n_threads()
+    total = n if weights is None else int(weights[-1])
+    if threads == 1 or total < SERIAL_ROWS:
+        return np.array([0, n], dtype=np.int64)
+    if weights is not None:
+        return _kernels.task_ranges(weights, threads)
+    return np.unique(np.linspace(0, n, threads + 1).astype(np.int64))
+
+
+def cell_sums(
+    pointer: np.ndarray,
+    worker: np.ndarray,
+    label: np.ndarray,
+    values: np.ndarray,
+    k: int,
+    out: np.ndarray | None = None,
+) -> np.ndarray | None:
+    """Per task of ``pointer`` (annotations sorted by task), the sum over its rows of
+    ``values[worker * k + label]`` (float64, into ``out`` when given): ``design @
+    values`` of the (worker, label) design, without the design."""
+    n_tasks = len(pointer) - 1
+    out = np.empty(n_tasks) if out is None else out
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    bounds = _bounds(n_tasks, pointer)
+    args = (pointer, _kernels.unsigned(worker), _kernels.unsigned(label), values, int(k), out)
+    calls = [(*args, int(bounds[r]), int(bounds[r + 1])) for r in range(len(bounds) - 1)]
+    return None if _run("cell_sums_range", calls) is None else out
+
+
+def probas_margins(probas: np.ndarray, floor: float, out: np.ndarray) -> bool:
+    """``log(top / max(next, floor))`` per row of ``probas`` (k >= 2) into ``out``;
+    False if the kernels cannot run."""
+    probas = np.ascontiguousarray(probas)
+    n, k = probas.shape
+    bounds = np.unique(_bounds(n * k) // k)  # ranges of cells, cut at rows
+    bounds[-1] = n
+    calls = [(probas, float(floor), out, int(bounds[r]), int(bounds[r + 1])) for r in range(len(bounds) - 1)]
+    if n == 0:
+        return True
+    return _run("margins_range", calls) is not None
+
+
+def gather(
+    base: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    tail: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    new: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    n_workers: int | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int] | None:
+    """The block of some tasks: each ``(start, stop, worker, label)`` gives, per task,
+    the range of its base, tail and new rows in those codes. Returns local task codes,
+    workers, labels (int32), ``is_new``, and, with ``n_workers``, how many new rows
+    repeat a held (task, worker) pair and the first of them (-1 if none)."""
+    counts = [stop - start for start, stop, _, _ in (base, tail, new)]
+    sizes = counts[0] + counts[1] + counts[2]
+    offsets = np.zeros(len(sizes), dtype=np.int64)
+    if len(sizes) > 1:
+        np.cumsum(sizes[:-1], out=offsets[1:])
+    total = int(sizes.sum())
+    local = np.empty(total, dtype=np.int32)
+    worker = np.empty(total, dtype=np.int32)
+    label = np.empty(total, dtype=np.int32)
+    is_new = np.empty(total, dtype=np.bool_)
+    stamps = np.full(0 if n_workers is None else n_workers, -1, dtype=np.int64)
+    args: list[Any] = []
+    for start, stop, codes, labels in (base, tail, new):
+        args += [
+            np.ascontiguousarray(start, dtype=np.int64),
+            np.ascontiguousarray(stop, dtype=np.int64),
+            _as_int32(codes),
+            _as_int32(labels),
+        ]
+    done = _run("gather_block", [(*args, offsets, local, worker, label, is_new, stamps)])
+    if done is None:
+        return None
+    repeated, first = done[0]
+    return local, worker, label, is_new, int(repeated), int(first)
+
+
+def _as_int32(codes: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(codes, dtype=np.int32)
+
+
+def local_e_step(
+    indptr: np.ndarray, columns: np.ndarray, table: np.ndarray, log_prior: np.ndarray
+) -> tuple[np.ndarray, float, np.ndarray] | None:
+    """E-step of a small block (float64) from the log tables of
+    ``IncrementalEMMixin._log_tables`` (``columns``: worker * K + label per row):
+    posteriors, log-likelihood, margins (the top score against the next)."""
+    n_tasks, k = len(indptr) - 1, table.shape[1]
+    probas = np.empty((n_tasks, k))
+    margins = np.empty(n_tasks)
+    args = (
+        np.ascontiguousarray(indptr, dtype=np.int64),
+        np.ascontiguousarray(columns, dtype=np.int64),
+        np.ascontiguousarray(table, dtype=np.float64),
+        np.ascontiguousarray(log_prior, dtype=np.float64),
+        probas,
+        margins,
+    )
+    done = _run("local_e_step", [args])
+    return None if done is None else (probas, float(done[0]), margins)
+
+
+def interleave(old: np.ndarray, new: np.ndarray, slots: np.ndarray) -> np.ndarray | None:
+    """``old`` with ``new[j]`` inserted before ``old[slots[j]]`` (``slots``
+    non-decreasing; equal slots keep ``new``'s order), int32: ``np.insert``'s result,
+    in one pass (split over the pool by new rows)."""
+    out = np.empty(len(old) + len(new), dtype=np.int32)
+    slots = np.ascontiguousarray(slots, dtype=np.int64)
+    threads = _kernels.n_threads()
+    n_ranges = 1 if threads == 1 or len(out) < SERIAL_ROWS or len(new) < 2 else threads
+    cuts = np.unique(np.linspace(0, len(new), n_ranges + 1).astype(np.int64))
+    if len(cuts) < 2:
+        cuts = np.array([0, 0], dtype=np.int64)
+    args = (_as_int32(old), _as_int32(new), slots, out)
+    calls = [(*args, int(cuts[r]), int(cuts[r + 1])) for r in range(len(cuts) - 1)]
+    return None if _run("interleave_range", calls) is None else out
+
+
+def row_keys(random_state: Any, rows: np.ndarray, k: int) -> np.ndarray | None:
+    """``np.random.default_rng(random_state).random((n, k))[rows]`` by jump-ahead
+    (no draw of the other rows); None for a seed that is not an integer."""
+    maps = _kernels.pcg64_maps(random_state, k)
+    if maps is None:
+        return None
+    start, powers, cells, _ = maps
+    keys = np.empty((len(rows), k))
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    done = _run("row_keys", [(start, powers, cells, rows, int(k), keys)])
+    return None if done is None else keys
+
+
+def settle(
+    pointer: np.ndarray,
+    worker: np.ndarray,
+    label: np.ndarray,
+    spread: np.ndarray,
+    k: int,
+    c0: float,
+    eps: float,
+    tail_sums: np.ndarray | None,
+    margins: np.ndarray,
+    probas: np.ndarray | None = None,
+    floor: float = 0.0,
+) -> np.ndarray | None:
+    """``refresh=0``'s exact label bound in one parallel pass over all tasks and the
+    base's annotations: ``margins`` (all tasks) lowered in place by ``c0 + sum of
+    spread[worker * k + label]`` over each task's rows (base rows from ``pointer``,
+    plus ``tail_sums``), after being set from ``probas`` (its rows: ``log(top /
+    max(next, floor))``; later tasks: -inf) when given. Returns the mask of the tasks
+    whose margin is then at most ``eps``."""
+    n_tasks = len(margins)
+    unsure = np.empty(n_tasks, dtype=np.bool_)
+    no_probas = np.empty((0, 2))
+    held = no_probas if probas is None else np.ascontiguousarray(probas)
+    tails = np.empty(0) if tail_sums is None else np.ascontiguousarray(tail_sums, np.float64)
+    # ranges of equal annotation counts over the base's tasks (later tasks: the last)
+    bounds = _bounds(len(pointer) - 1, pointer)
+    bounds[-1] = n_tasks
+    args = (
+        pointer,
+        _kernels.unsigned(worker),
+        _kernels.unsigned(label),
+        np.ascontiguousarray(spread, dtype=np.float64),
+        int(k),
+        float(c0),
+        float(eps),
+        tails,
+        held,
+        float(floor),
+        len(held),
+        margins,
+        unsure,
+    )
+    calls = [(*args, int(bounds[r]), int(bounds[r + 1])) for r in range(len(bounds) - 1)]
+    return None if _run("settle_range", calls) is None else unsure

@@ -1,0 +1,252 @@
+"""Numba kernels of ``partial_fit``'s passes, for
+:mod:`crowdlearn.aggregation._incremental_kernels` (which calls them, and has the NumPy
+forms they replace; importing this module imports numba).
+
+Each kernel is a sequential loop over one range (of tasks or rows), ``nogil``, so that
+the passes over all tasks or annotations run on the thread pool of
+:mod:`crowdlearn.aggregation._kernels`; the small ones (the touched tasks' block, the
+local E-step) run in the calling thread.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from crowdlearn.aggregation._numba_votes import _advance, _affine, _draw
+
+_OPTIONS = {"cache": True, "nogil": True, "fastmath": False, "error_model": "numpy"}
+
+
+@njit(**_OPTIONS)
+def cell_sums_range(pointer, worker, label, values, k, out, first, last):
+    """``out[t] = sum over the rows of task t of values[worker * k + label]`` for tasks
+    ``first..last-1`` of annotations sorted by task (``pointer``: their CSR pointer),
+    summed in row order from 0 (as SciPy's CSR product with a design of ones)."""
+    for t in range(first, last):
+        total = 0.0
+        for a in range(pointer[t], pointer[t + 1]):
+            total += values[np.int64(worker[a]) * k + label[a]]
+        out[t] = total
+    return 0
+
+
+@njit(**_OPTIONS)
+def margins_range(probas, floor, out, first, last):
+    """``log(top / max(second, floor))`` per row of ``probas`` (rows ``first..last-1``),
+    the top two found as ``_incremental_em._top_two`` finds them (in float64)."""
+    k = probas.shape[1]
+    for i in range(first, last):
+        a = float(probas[i, 0])
+        b = float(probas[i, 1])
+        high = max(a, b)
+        low = min(a, b)
+        for c in range(2, k):
+            v = float(probas[i, c])
+            low = max(low, min(high, v))
+            high = max(high, v)
+        out[i] = math.log(high / max(low, floor))
+    return 0
+
+
+@njit(**_OPTIONS)
+def gather_block(
+    base_start,
+    base_stop,
+    base_worker,
+    base_label,
+    tail_start,
+    tail_stop,
+    tail_worker,
+    tail_label,
+    new_start,
+    new_stop,
+    new_worker,
+    new_label,
+    offsets,
+    local,
+    worker,
+    label,
+    is_new,
+    stamps,
+):
+    """The block of some tasks (position ``i`` in the given arrays): per task its base
+    rows, its tail rows, then its new rows, written from ``offsets[i]`` into ``local``
+    (``i``), ``worker``, ``label`` and ``is_new``. With ``stamps`` (one int64 per
+    worker, all -1), a new row whose worker already has a held row on the task is
+    counted: returns (how many, the first such new row's index), (0, -1) if none."""
+    check = len(stamps) > 0
+    repeated = 0
+    first = -1
+    for i in range(len(offsets)):
+        at = offsets[i]
+        for a in range(base_start[i], base_stop[i]):
+            w = base_worker[a]
+            local[at] = i
+            worker[at] = w
+            label[at] = base_label[a]
+            is_new[at] = False
+            at += 1
+            if check:
+                stamps[w] = i
+        for a in range(tail_start[i], tail_stop[i]):
+            w = tail_worker[a]
+            local[at] = i
+            worker[at] = w
+            label[at] = tail_label[a]
+            is_new[at] = False
+            at += 1
+            if check:
+                stamps[w] = i
+        for a in range(new_start[i], new_stop[i]):
+            w = new_worker[a]
+            local[at] = i
+            worker[at] = w
+            label[at] = new_label[a]
+            is_new[at] = True
+            at += 1
+            if check and stamps[w] == i:
+                repeated += 1
+                if first < 0:
+                    first = a
+    return repeated, first
+
+
+@njit(**_OPTIONS)
+def local_e_step(indptr, columns, table, log_prior, probas, margins):
+    """E-step of a small block from the log tables: per task, the scores ``log_prior +
+    sum of table[columns[a]]`` over its rows, their top-two margin (in float64), and
+    their softmax into ``probas`` (``_design.normalise_log``'s arithmetic: shift by the
+    row maximum, exp, divide by the sum); returns the sum of the log normalisers."""
+    n_tasks = len(indptr) - 1
+    k = table.shape[1]
+    scores = np.empty(k, dtype=table.dtype)
+    total = 0.0
+    for t in range(n_tasks):
+        for c in range(k):
+            scores[c] = 0.0
+        for a in range(indptr[t], indptr[t + 1]):
+            j = columns[a]
+            for c in range(k):
+                scores[c] += table[j, c]
+        for c in range(k):
+            scores[c] += log_prior[c]
+        if k >= 2:
+            a0 = float(scores[0])
+            a1 = float(scores[1])
+            high = max(a0, a1)
+            low = min(a0, a1)
+            for c in range(2, k):
+                v = float(scores[c])
+                low = max(low, min(high, v))
+                high = max(high, v)
+            margins[t] = high - low
+        else:
+            margins[t] = np.inf
+        shift = scores[0]
+        for c in range(1, k):
+            if scores[c] > shift:
+                shift = scores[c]
+        norm = scores[0] * 0.0
+        for c in range(k):
+            value = np.exp(scores[c] - shift)
+            probas[t, c] = value
+            norm += value
+        for c in range(k):
+            probas[t, c] /= norm
+        total += shift + np.log(norm)
+    return total
+
+
+@njit(**_OPTIONS)
+def interleave_range(old, new, slots, out, first, last):
+    """Rows ``first..last-1`` of the new codes put after the old rows before their slot
+    (``slots`` non-decreasing): ``out[slots[j] + j] = new[j]``, the old rows between
+    the previous new row and this one copied before it, and after the range's last new
+    row the old rows up to the next range's first slot (or the end)."""
+    n_new = len(new)
+    start = 0 if first == 0 else slots[first]  # rows before: the previous range's
+    for j in range(first, last):
+        slot = slots[j]
+        for a in range(start, slot):
+            out[a + j] = old[a]
+        out[slot + j] = new[j]
+        start = slot
+    stop = len(old) if last == n_new else slots[last]
+    for a in range(start, stop):
+        out[a + last] = old[a]
+    return 0
+
+
+@njit(**_OPTIONS)
+def row_keys(start, powers, cells, rows, k, keys):
+    """``np.random.default_rng(seed).random((n, k))[rows]`` without drawing the other
+    rows: row ``r``'s draws are the outputs after ``r * k + c + 1`` steps of PCG64 from
+    the seeded state ``start`` (``_kernels.pcg64_maps``), reached by jump-ahead."""
+    for i in range(len(rows)):
+        high, low = _advance(powers, start[0], start[1], rows[i] * k)
+        for c in range(k):
+            h, lo = _affine(cells[c], high, low)
+            keys[i, c] = _draw(h, lo)
+    return 0
+
+
+@njit(**_OPTIONS)
+def settle_range(
+    pointer,
+    worker,
+    label,
+    spread,
+    k,
+    c0,
+    eps,
+    tail_sums,
+    probas,
+    floor,
+    n_old,
+    margins,
+    unsure,
+    first,
+    last,
+):
+    """The exact label bound of tasks ``first..last-1`` (``refresh=0``): each task's
+    held margin (from ``probas``' row when it has rows, as ``margins_range``, -inf
+    for a task after ``n_old``; else ``margins[t]``) lowered by ``c0`` plus the sum
+    of ``spread[worker * k + label]`` over its base rows (in row order) plus
+    ``tail_sums[t]`` (when given), written to ``margins``; ``unsure[t]``: whether it
+    is then at most ``eps``. Returns how many are unsure."""
+    from_probas = probas.shape[0] > 0
+    n_base = len(pointer) - 1
+    has_tail = len(tail_sums) > 0
+    kp = probas.shape[1]
+    count = 0
+    for t in range(first, last):
+        if from_probas:
+            if t < n_old:
+                a0 = float(probas[t, 0])
+                a1 = float(probas[t, 1])
+                high = max(a0, a1)
+                low = min(a0, a1)
+                for c in range(2, kp):
+                    v = float(probas[t, c])
+                    low = max(low, min(high, v))
+                    high = max(high, v)
+                m = math.log(high / max(low, floor))
+            else:
+                m = -np.inf
+        else:
+            m = margins[t]
+        total = 0.0
+        if t < n_base:
+            for a in range(pointer[t], pointer[t + 1]):
+                total += spread[np.int64(worker[a]) * k + label[a]]
+        if has_tail:
+            total += tail_sums[t]
+        m -= total + c0
+        margins[t] = m
+        flag = m <= eps
+        unsure[t] = flag
+        count += flag
+    return count
