@@ -275,23 +275,39 @@ def merge_annotations(
     new_worker = new_worker_codes[new.worker[order]].astype(np.int32)
     new_label = new_class_codes[new.label[order]].astype(np.int32)
 
-    touched = np.unique(new_task).astype(np.int64)
-    _refuse_repeated_pairs(
-        pointer, old_worker, touched, new_task, new_worker, n_workers, task_ids, worker_ids
-    )
-    old_counts = pointer[touched + 1] - pointer[touched]
-    new_counts = np.bincount(np.searchsorted(touched, new_task), minlength=len(touched))
+    fused = None
+    if _ik.wanted(old.n_annotations + new.n_annotations):
+        fused = _fused_merge_block(
+            pointer, old_worker, old_label, new_task, new_worker, new_label, n_workers
+        )
+    touched_block = None
+    if fused is not None:  # the touched tasks' block and the pair check in one pass
+        touched, new_counts, block_parts, repeated, first_repeated = fused
+        if repeated:
+            _repeated_pairs_error(
+                repeated, touched, new_task[first_repeated], new_worker[first_repeated],
+                task_ids, worker_ids,
+            )  # fmt: skip
+        local, block_worker, block_label, is_new = block_parts
+        touched_block = make_block(0, len(touched), local, block_worker, block_label)
+    else:
+        touched = np.unique(new_task).astype(np.int64)
+        _refuse_repeated_pairs(
+            pointer, old_worker, touched, new_task, new_worker, n_workers, task_ids, worker_ids
+        )
+        new_counts = np.bincount(np.searchsorted(touched, new_task), minlength=len(touched))
+        old_counts = pointer[touched + 1] - pointer[touched]
+        # Rows of the touched tasks in the merged data: the old ones, then the new ones.
+        sizes = np.ravel([old_counts, new_counts], order="F")
+        is_new = np.repeat(np.tile([False, True], len(touched)), sizes)
 
     # New rows go after the old rows of their task: one pass over each code array.
     slots = pointer[new_task.astype(np.int64) + 1]
-    at = slots + np.arange(len(new_task))
-    keep = np.ones(len(old_task) + len(new_task), dtype=bool)
-    keep[at] = False
     merged = CrowdData.__new__(CrowdData)
     merged._set(
-        task=_interleave(old_task, new_task, keep, at),
-        worker=_interleave(old_worker, new_worker, keep, at),
-        label=_interleave(old_label, new_label, keep, at),
+        task=_inserted(old_task, new_task, slots, fused is not None),
+        worker=_inserted(old_worker, new_worker, slots, fused is not None),
+        label=_inserted(old_label, new_label, slots, fused is not None),
         task_ids=task_ids,
         worker_ids=worker_ids,
         classes=classes,
@@ -304,9 +320,6 @@ def merge_annotations(
     counts = np.diff(pointer)
     counts[touched] += new_counts
     pointer[1:] = np.cumsum(counts)
-    # Rows of the touched tasks in the merged data: the old ones, then the new ones.
-    sizes = np.ravel([old_counts, new_counts], order="F")
-    is_new = np.repeat(np.tile([False, True], len(touched)), sizes)
     return Merge(
         store=AnnotationStore(merged, pointer),
         task_map=task_map,
@@ -318,7 +331,52 @@ def merge_annotations(
         n_new_tasks=len(fresh_tasks),
         n_new_workers=len(fresh_workers),
         n_new_classes=len(fresh_classes),
+        touched_block=touched_block,
     )
+
+
+def _inserted(old: np.ndarray, new: np.ndarray, slots: np.ndarray, compiled: bool) -> np.ndarray:
+    """``old`` with ``new[j]`` before ``old[slots[j]]`` (int32): by the compiled pass
+    when ``compiled`` (:func:`_incremental_kernels.interleave`), else a mask."""
+    if compiled:
+        out = _ik.interleave(old, new, slots)
+        if out is not None:
+            return out
+    at = slots + np.arange(len(new))
+    keep = np.ones(len(old) + len(new), dtype=bool)
+    keep[at] = False
+    return _interleave(old, new, keep, at)
+
+
+def _fused_merge_block(
+    pointer: np.ndarray,
+    old_worker: np.ndarray,
+    old_label: np.ndarray,
+    new_task: np.ndarray,
+    new_worker: np.ndarray,
+    new_label: np.ndarray,
+    n_workers: int,
+) -> tuple[Any, ...] | None:
+    """For :func:`merge_annotations` (new rows sorted by task, ``pointer`` the old
+    rows' in the merged codes): the touched tasks, their new rows' counts, their block
+    (local codes, workers, labels, ``is_new``) and the count and first index of the
+    new rows that repeat a held pair, by one compiled pass; None where it cannot run."""
+    first = np.ones(len(new_task), dtype=bool)
+    np.not_equal(new_task[1:], new_task[:-1], out=first[1:])
+    touched = new_task[first].astype(np.int64)
+    new_start = np.flatnonzero(first)
+    new_stop = np.append(new_start[1:], len(new_task))
+    none = np.zeros(len(touched), dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int32)
+    fused = _ik.gather(
+        (pointer[touched], pointer[touched + 1], old_worker, old_label),
+        (none, none, empty, empty),
+        (new_start, new_stop, new_worker, new_label),
+        n_workers,
+    )
+    if fused is None:
+        return None
+    return touched, new_stop - new_start, fused[:4], fused[4], fused[5]
 
 
 def _is_identity(mapping: np.ndarray) -> bool:
@@ -810,21 +868,49 @@ class RefitMixin(IncrementalMixin):
 
 
 class VoteCountMixin(IncrementalMixin):
-    """Incremental vote counts: the held (n_tasks, K) counts get the new votes, O(new)
-    plus the copy into the merged task and class codes; exact."""
+    """Incremental vote counts: the held (n_tasks, K) counts get the new votes; exact.
+
+    When no held code moves (the new ids sort after the held ones, no new class), the
+    new annotations are appended to the store (no pass over the held ones) and only
+    the touched tasks' rows of ``vote_counts_``, ``probas_`` and ``labels_`` are
+    rewritten, in place (O(new), plus a copy into a larger buffer when new tasks
+    outgrow it): a refit of a vote count costs one pass over all annotations, which an
+    update must not. Otherwise the counts move to the merged codes and every task's
+    row is derived again (O(tasks))."""
 
     state_attributes = ("vote_counts_",)
 
+    def _appends(self, refresh: int) -> bool:
+        return True
+
     def _partial_update(self, merge: Merge) -> None:
-        data = merge.data
-        counts = remap_table(self.vote_counts_, merge)
         block = merge.block()
         new = merge.is_new
-        np.add.at(counts, (merge.touched[block.task[new]], block.label[new]), 1)
+        rows, labels = merge.touched[block.task[new]], block.label[new]
+        held = len(merge.class_map) == merge.n_classes and _is_identity(merge.task_map)
+        if held and len(self.probas_) == len(self.vote_counts_):
+            n_old = len(self.vote_counts_)
+            counts = _grown(self.vote_counts_, merge.n_tasks)
+            counts[n_old:] = 0
+            np.add.at(counts, (rows, labels), 1)
+            probas = _grown(self.probas_, merge.n_tasks)
+            touched = merge.touched
+            probas[touched] = self._rows_from_counts(counts[touched], touched)
+            self.vote_counts_, self.probas_ = counts, probas
+            self._changed = touched  # the other tasks' rows and labels are unchanged
+            return
+        data = merge.data
+        counts = remap_table(self.vote_counts_, merge)
+        np.add.at(counts, (rows, labels), 1)
         self.vote_counts_ = counts
         self._from_counts(data)
 
     vote_counts_: np.ndarray
 
     def _from_counts(self, data: CrowdData) -> None:
+        raise NotImplementedError
+
+    def _rows_from_counts(self, counts: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """The ``probas_`` rows ``rows`` of the tasks with these vote counts (what
+        :meth:`_from_counts` gives them)."""
         raise NotImplementedError

@@ -170,14 +170,20 @@ def interleave_range(old, new, slots, out, first, last):
     start = 0 if first == 0 else slots[first]  # rows before: the previous range's
     for j in range(first, last):
         slot = slots[j]
-        for a in range(start, slot):
-            out[a + j] = old[a]
+        _copy(old[start:slot], out[start + j : slot + j])
         out[slot + j] = new[j]
         start = slot
     stop = len(old) if last == n_new else slots[last]
-    for a in range(start, stop):
-        out[a + last] = old[a]
+    _copy(old[start:stop], out[start + last : stop + last])
     return 0
+
+
+@njit(**_OPTIONS)
+def _copy(source, target):
+    """``target[:] = source`` as a plain loop over two views (vectorised by LLVM;
+    several times faster than the indexed loop over the whole arrays)."""
+    for a in range(len(source)):
+        target[a] = source[a]
 
 
 @njit(**_OPTIONS)
