@@ -109,6 +109,11 @@ class AnnotationStore:
         if self.pointer is not None:
             return
         base = self._base
+        if _ik.wanted(base.n_annotations):  # the check and the pointer in one pass
+            pointer = _ik.sorted_pointer(base.task, base.n_tasks)
+            if pointer is not None:
+                self.pointer = pointer
+                return
         if is_sorted(base.task):
             self.pointer = np.searchsorted(base.task, np.arange(base.n_tasks + 1))
             return

@@ -892,9 +892,12 @@ class VoteCountMixin(IncrementalMixin):
             n_old = len(self.vote_counts_)
             counts = _grown(self.vote_counts_, merge.n_tasks)
             counts[n_old:] = 0
-            np.add.at(counts, (rows, labels), 1)
-            probas = _grown(self.probas_, merge.n_tasks)
             touched = merge.touched
+            k = merge.n_classes  # the block's new votes per touched task and class
+            cells = block.task[new].astype(np.int64) * k + labels
+            added = np.bincount(cells, minlength=len(touched) * k)
+            counts[touched] += added.reshape(len(touched), k).astype(counts.dtype)
+            probas = _grown(self.probas_, merge.n_tasks)
             probas[touched] = self._rows_from_counts(counts[touched], touched)
             self.vote_counts_, self.probas_ = counts, probas
             self._changed = touched  # the other tasks' rows and labels are unchanged

@@ -253,3 +253,19 @@ def settle(
     )
     calls = [(*args, int(bounds[r]), int(bounds[r + 1])) for r in range(len(bounds) - 1)]
     return None if _run("settle_range", calls) is None else unsure
+
+
+def sorted_pointer(task: np.ndarray, n_tasks: int) -> np.ndarray | None:
+    """The task pointer (n_tasks + 1,) of task codes sorted by task, with the check
+    that they are, in one parallel pass; None if they are not sorted (or no kernel)."""
+    pointer = np.empty(n_tasks + 1, dtype=np.int64)
+    n = len(task)
+    bounds = _bounds(n)
+    task = np.ascontiguousarray(task)
+    calls = [(task, pointer, int(bounds[r]), int(bounds[r + 1])) for r in range(len(bounds) - 1)]
+    if n and int(task[-1]) >= n_tasks or n and int(task[0]) < 0:
+        return None
+    done = _run("pointer_range", calls)
+    if done is None or not all(done):
+        return None
+    return pointer

@@ -256,3 +256,24 @@ def settle_range(
         unsure[t] = flag
         count += flag
     return count
+
+
+@njit(**_OPTIONS)
+def pointer_range(task, pointer, first, last):
+    """The CSR pointer of task codes sorted by task (``pointer[t]``: the first row of
+    a task >= t, as ``np.searchsorted(task, arange(n_tasks + 1))``), for the
+    transitions at rows ``first..last-1`` (the last range also fills the end).
+    Returns False if ``task`` decreases in the range (the pointer is then void)."""
+    n = len(task)
+    previous = -1 if first == 0 else np.int64(task[first - 1])
+    for i in range(first, last):
+        current = np.int64(task[i])
+        if current < previous:
+            return False
+        for t in range(previous + 1, current + 1):
+            pointer[t] = i
+        previous = current
+    if last == n:
+        for t in range(previous + 1, len(pointer)):
+            pointer[t] = n
+    return True
