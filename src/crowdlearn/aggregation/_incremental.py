@@ -781,7 +781,7 @@ class IncrementalMixin:
         if self._appends(int(refresh)):
             merge = append_annotations(store, crowd, new_classes)
         if merge is None:
-            merge = merge_annotations(store.data(), crowd, new_classes, old_pointer=store.pointer)
+            merge = _merged(store, crowd, new_classes)
         self._refresh = int(refresh)
         self._changed: np.ndarray | None = None
         self._partial_update(merge)
@@ -818,8 +818,7 @@ class IncrementalMixin:
 
     def _refit_with(self, crowd: CrowdData, new_classes: bool, start: float) -> Any:
         """A large batch: merge it in (the usual checks) and fit on all annotations."""
-        store = self._store
-        merge = merge_annotations(store.data(), crowd, new_classes, old_pointer=store.pointer)
+        merge = _merged(self._store, crowd, new_classes)
         self.fit(merge.data)
         self.last_update_ = {
             "n_new": merge.n_new,
@@ -833,6 +832,14 @@ class IncrementalMixin:
 
     def _partial_update(self, merge: Merge) -> None:
         raise NotImplementedError
+
+
+def _merged(store: AnnotationStore, crowd: CrowdData, new_classes: bool) -> Merge:
+    """:func:`merge_annotations` of the store's annotations and ``crowd`` (the store's
+    task pointer found first by the compiled pass where the kernels run)."""
+    if store.pointer is None and _ik.wanted(store.n_annotations):
+        store.sort()
+    return merge_annotations(store.data(), crowd, new_classes, old_pointer=store.pointer)
 
 
 def _grown(values: np.ndarray, n_rows: int) -> np.ndarray:
