@@ -480,7 +480,9 @@ def _fused_touched_block(
     n_held = len(store.pointer) - 1
     inside = np.minimum(touched, n_held)
     base_start = store.pointer[inside]
-    base_stop = np.where(touched < n_held, store.pointer[np.minimum(touched + 1, n_held)], base_start)
+    base_stop = np.where(
+        touched < n_held, store.pointer[np.minimum(touched + 1, n_held)], base_start
+    )
     tail_task = store.tail[0]
     tail_start = np.searchsorted(tail_task, touched, side="left")
     tail_stop = np.searchsorted(tail_task, touched, side="right")

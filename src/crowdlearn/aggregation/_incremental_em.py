@@ -223,7 +223,7 @@ class IncrementalEMMixin(IncrementalMixin):
         Sets ``probas_`` (in place when no task is new), ``_margins`` and
         ``_changed`` (the recomputed task codes, whose labels are re-derived).
         """
-        n_tasks, k = merge.n_tasks, merge.n_classes
+        k = merge.n_classes
         eps = MARGIN_SLACK[np.dtype(self.probas_.dtype).name]
         # Bound on the change of any task's log-odds: c0 from the prior, r per
         # (worker, label) row (new workers: 0, their rows are all in touched tasks).
@@ -239,7 +239,7 @@ class IncrementalEMMixin(IncrementalMixin):
             c0 = float(shift.max() - shift.min()) if k else 0.0
         fused = None
         chunked = getattr(self, "chunk_size", None) is not None
-        if merge.store.design is not None and not chunked and not merge.n_new_classes:
+        if not chunked and not merge.n_new_classes:
             fused = self._fused_bound(merge, spread, c0, eps)
         if fused is not None:  # held margins, exact bound and test in one pass
             margins, unsure = fused
@@ -309,34 +309,56 @@ class IncrementalEMMixin(IncrementalMixin):
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """:meth:`_settle`'s exact bound by one compiled pass over all tasks
         (:func:`_incremental_kernels.settle`): the held margins (from ``probas_``
-        when unknown, as :meth:`_held_margins`) lowered by each task's bound, and the
-        mask of the tasks left unsure; None where the kernels do not run or the held
-        margins need moving (tasks that changed codes)."""
+        when unknown, as :meth:`_held_margins`) lowered by each task's exact bound,
+        and the mask of the tasks left unsure. None where the kernels do not run, the
+        held margins need moving (tasks that changed codes), or, without the base's
+        design (one-coin), where :meth:`_bound` would take the crude bound (few tasks
+        near it: the same pass counts them), whose margins differ."""
         store = merge.store
         if not _ik.wanted(store.n_annotations):
             return None
         n_old, k = self.probas_.shape
+        n_tasks = merge.n_tasks
         probas = None
+        exact = store.design is not None
         if self._margins is None or len(self._margins) != n_old:
             if not (self._probas_exact and _is_identity(merge.task_map) and k >= 2):
                 return None
-            margins = np.empty(merge.n_tasks + merge.n_tasks // 4)[: merge.n_tasks]
+            held = np.empty(0)
             probas = self.probas_  # margins from the posteriors, in the same pass
         else:
-            margins = self._held_margins(merge)
+            held = self._held_margins(merge)
+        # the result: in place of the held margins (exact), else a new buffer with
+        # room to grow (the held ones stay as they are if the NumPy path runs)
+        if exact and probas is None:
+            out = held
+        else:
+            out = np.empty(n_tasks + n_tasks // 4)[:n_tasks]
         store.sort()
         tail_task, tail_worker, tail_label = store.tail
-        tails = None
+        tails = tail_counts = crude = None
         if len(tail_task):
             weights = spread[tail_worker.astype(np.int64) * k + tail_label]
-            tails = np.bincount(tail_task, weights=weights, minlength=merge.n_tasks)
+            tails = np.bincount(tail_task, weights=weights, minlength=n_tasks)
+        if not exact:
+            if len(tail_task):
+                tail_counts = np.bincount(tail_task, minlength=n_tasks)
+            skip = np.zeros(n_tasks, dtype=bool)
+            skip[merge.touched] = True
+            largest = float(spread.max()) if len(spread) else 0.0
+            crude = (largest, tail_counts, skip)
         base = store.data_base()
         floor = 1e-300 if self.probas_.dtype == np.float64 else 1e-37
-        unsure = _ik.settle(
-            store.pointer, base.worker, base.label, spread, k, c0, eps, tails, margins, probas,
-            floor,
+        done = _ik.settle(
+            store.pointer, base.worker, base.label, spread, k, c0, eps, tails, held, probas,
+            floor, crude, out,
         )  # fmt: skip
-        return None if unsure is None else (margins, unsure)
+        if done is None:
+            return None
+        unsure, known = done
+        if not exact and not known > DESIGN_SHARE * n_tasks:
+            return None  # the crude bound's branch of _bound
+        return out, unsure
 
     def _held_margins(self, merge: Merge) -> np.ndarray:
         """The margins' lower bounds before this update, in the merged task codes

@@ -113,7 +113,10 @@ def probas_margins(probas: np.ndarray, floor: float, out: np.ndarray) -> bool:
     n, k = probas.shape
     bounds = np.unique(_bounds(n * k) // k)  # ranges of cells, cut at rows
     bounds[-1] = n
-    calls = [(probas, float(floor), out, int(bounds[r]), int(bounds[r + 1])) for r in range(len(bounds) - 1)]
+    calls = [
+        (probas, float(floor), out, int(bounds[r]), int(bounds[r + 1]))
+        for r in range(len(bounds) - 1)
+    ]
     if n == 0:
         return True
     return _run("margins_range", calls) is not None
@@ -221,18 +224,28 @@ def settle(
     margins: np.ndarray,
     probas: np.ndarray | None = None,
     floor: float = 0.0,
-) -> np.ndarray | None:
+    crude: tuple[float, np.ndarray | None, np.ndarray] | None = None,
+    out: np.ndarray | None = None,
+) -> tuple[np.ndarray, int] | None:
     """``refresh=0``'s exact label bound in one parallel pass over all tasks and the
     base's annotations: ``margins`` (all tasks) lowered in place by ``c0 + sum of
     spread[worker * k + label]`` over each task's rows (base rows from ``pointer``,
     plus ``tail_sums``), after being set from ``probas`` (its rows: ``log(top /
     max(next, floor))``; later tasks: -inf) when given. Returns the mask of the tasks
-    whose margin is then at most ``eps``."""
-    n_tasks = len(margins)
+    whose margin is then at most ``eps`` and, with ``crude`` = (the largest spread,
+    the tail's rows per task or None, a mask of the tasks to leave out), how many
+    other tasks have a finite held margin within ``eps`` of the crude bound (see
+    ``_incremental_em``); 0 without. ``out``: where the lowered margins go instead
+    of ``margins`` (which is then only read)."""
+    target = margins if out is None else out
+    n_tasks = len(target)
     unsure = np.empty(n_tasks, dtype=np.bool_)
-    no_probas = np.empty((0, 2))
-    held = no_probas if probas is None else np.ascontiguousarray(probas)
+    rows = np.empty((0, 2)) if probas is None else np.ascontiguousarray(probas)
     tails = np.empty(0) if tail_sums is None else np.ascontiguousarray(tail_sums, np.float64)
+    largest, tail_counts, skip = 0.0, None, np.empty(0, dtype=np.bool_)
+    if crude is not None:
+        largest, tail_counts, skip = crude
+    counts = np.empty(0, dtype=np.int64) if tail_counts is None else tail_counts
     # ranges of equal annotation counts over the base's tasks (later tasks: the last)
     bounds = _bounds(len(pointer) - 1, pointer)
     bounds[-1] = n_tasks
@@ -245,14 +258,19 @@ def settle(
         float(c0),
         float(eps),
         tails,
-        held,
+        rows,
         float(floor),
-        len(held),
+        len(rows),
         margins,
+        target,
         unsure,
+        float(largest),
+        np.ascontiguousarray(counts, dtype=np.int64),
+        np.ascontiguousarray(skip, dtype=np.bool_),
     )
     calls = [(*args, int(bounds[r]), int(bounds[r + 1])) for r in range(len(bounds) - 1)]
-    return None if _run("settle_range", calls) is None else unsure
+    done = _run("settle_range", calls)
+    return None if done is None else (unsure, int(sum(done)))
 
 
 def sorted_pointer(task: np.ndarray, n_tasks: int) -> np.ndarray | None:
@@ -263,7 +281,7 @@ def sorted_pointer(task: np.ndarray, n_tasks: int) -> np.ndarray | None:
     bounds = _bounds(n)
     task = np.ascontiguousarray(task)
     calls = [(task, pointer, int(bounds[r]), int(bounds[r + 1])) for r in range(len(bounds) - 1)]
-    if n and int(task[-1]) >= n_tasks or n and int(task[0]) < 0:
+    if n and (int(task[-1]) >= n_tasks or int(task[0]) < 0):
         return None
     done = _run("pointer_range", calls)
     if done is None or not all(done):

@@ -212,22 +212,31 @@ def settle_range(
     probas,
     floor,
     n_old,
+    held,
     margins,
     unsure,
+    largest,
+    tail_counts,
+    skip,
     first,
     last,
 ):
     """The exact label bound of tasks ``first..last-1`` (``refresh=0``): each task's
     held margin (from ``probas``' row when it has rows, as ``margins_range``, -inf
-    for a task after ``n_old``; else ``margins[t]``) lowered by ``c0`` plus the sum
+    for a task after ``n_old``; else ``held[t]``) lowered by ``c0`` plus the sum
     of ``spread[worker * k + label]`` over its base rows (in row order) plus
-    ``tail_sums[t]`` (when given), written to ``margins``; ``unsure[t]``: whether it
-    is then at most ``eps``. Returns how many are unsure."""
+    ``tail_sums[t]`` (when given), written to ``margins`` (may be ``held``);
+    ``unsure[t]``: whether it is then at most ``eps``. With ``skip`` (one flag
+    per task), also counts the tasks not skipped whose held margin is finite and
+    within ``eps`` of the crude bound ``n_t * largest + c0`` (``n_t``: the task's
+    rows, base and ``tail_counts``), the count the NumPy path's choice of bound depends on."""
     from_probas = probas.shape[0] > 0
     n_base = len(pointer) - 1
     has_tail = len(tail_sums) > 0
+    count_crude = len(skip) > 0
+    has_tail_counts = len(tail_counts) > 0
     kp = probas.shape[1]
-    count = 0
+    known = 0
     for t in range(first, last):
         if from_probas:
             if t < n_old:
@@ -243,19 +252,26 @@ def settle_range(
             else:
                 m = -np.inf
         else:
-            m = margins[t]
+            m = held[t]
         total = 0.0
+        n_rows = 0
         if t < n_base:
+            n_rows = pointer[t + 1] - pointer[t]
             for a in range(pointer[t], pointer[t + 1]):
                 total += spread[np.int64(worker[a]) * k + label[a]]
         if has_tail:
             total += tail_sums[t]
+        if count_crude and not skip[t] and np.isfinite(m):
+            if has_tail_counts:
+                n_rows += tail_counts[t]
+            crude = float(n_rows) * largest
+            crude += c0
+            if m - crude <= eps:
+                known += 1
         m -= total + c0
         margins[t] = m
-        flag = m <= eps
-        unsure[t] = flag
-        count += flag
-    return count
+        unsure[t] = m <= eps
+    return known
 
 
 @njit(**_OPTIONS)
