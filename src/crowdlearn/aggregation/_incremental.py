@@ -30,7 +30,7 @@ learned state. ``partial_fit(new)``
      (``refresh=0``: only the tasks whose label may change, see
      :mod:`crowdlearn.aggregation._incremental_em`).
 
-A batch that holds more than :data:`REFIT_SHARE` (5 %) of all the annotations after
+A batch that holds more than :data:`REFIT_SHARE` (10 %) of all the annotations after
 it is a refit instead: the annotations are merged (with the same checks) and ``fit``
 runs on all of them, so the result is that of a plain fit of all annotations and the
 update never costs more than one (an update exists to spare a refit the small
@@ -662,13 +662,19 @@ def append_annotations(
 
 
 #: A batch holding more than this share of all annotations (held + new) is a refit on
-#: all of them (:meth:`IncrementalMixin.partial_fit`). Measured (state of 50k
-#: annotations, in-process, refit timed with building its CrowdData): below it an
-#: update costs 0.2-0.5 of a refit (ds, mv, glad); from a batch the size of the
-#: state on, 0.4-1.3 (glad's own update is then no cheaper than its fit), and the
-#: EM methods already refit their parameters past 5 % (incremental EM is made for
-#: batches that move them little).
-REFIT_SHARE = 0.05
+#: all of them (:meth:`IncrementalMixin.partial_fit`): where an update stops being
+#: cheaper than a fit of all annotations. Measured by ``python
+#: benchmarks/speed/_refit_share.py --sizes 50000 2000000 --repeats 3`` (update /
+#: refit, the same process, both thresholds lifted; machine shared, load about 3,
+#: 2026-11-27): at 50k (NumPy path) Dawid-Skene 0.5-0.8 up to 10 %, 1.2-1.4 at 19 %;
+#: one-coin 0.1-0.5 up to 10 %, 0.8-0.9 at 19 %; GLAD 0.7 at 5 %, 1.0 at 10 %; at
+#: 2M (compiled kernels) Dawid-Skene 0.13-0.38 up to 5 %, 0.5-0.7 at 10 %, 0.9-1.0 at
+#: 19 %; one-coin 0.2-0.5 up to 5 %, 0.85-1.0 at 10 %, 1.4-1.6 at 19 %. The crossing
+#: is at 10-20 % on both sizes (one-coin at 2M the first, at about 10 %), so not
+#: size-dependent. (Majority vote and Wawa: 1.2-1.3 already at 1 % at 2M, more at
+#: larger shares, as the pair check reads every touched task's rows; a refit within
+#: ``partial_fit`` merges and checks the same rows first, so it cannot be cheaper.)
+REFIT_SHARE = 0.1
 
 
 class IncrementalMixin:
