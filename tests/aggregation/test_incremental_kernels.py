@@ -225,16 +225,23 @@ def test_em_updates_on_the_kernels_equal_the_numpy_path(forced, cls, refresh, se
     assert fused.crowd_.n_annotations == reference.crowd_.n_annotations
 
 
+@pytest.mark.parametrize("on", [False, True])
 @pytest.mark.parametrize("cls", [MajorityVote, NaiveSoft, Wawa])
-def test_vote_updates_on_the_kernels_equal_a_refit(forced, cls):
+def test_vote_updates_on_the_appended_store_equal_a_refit(forced, cls, on):
+    """The vote methods' updates on the appended store (touched rows of the counts;
+    Wawa: the agreement counts and one weighted pass over base and tail), with the
+    kernels and without: a refit's results."""
     batches = arrival_batches(3)
-    forced(True)
+    forced(on)
     model, _ = run_updates(cls, batches)
     refit = cls().fit(CrowdData.from_frame(pd.concat(batches)))
     np.testing.assert_array_equal(model.labels_, refit.labels_)
     np.testing.assert_allclose(model.probas_, refit.probas_, rtol=0, atol=1e-12)
     if hasattr(refit, "vote_counts_"):
         np.testing.assert_array_equal(model.vote_counts_, refit.vote_counts_)
+    if hasattr(refit, "skills_"):
+        np.testing.assert_allclose(model.skills_, refit.skills_, rtol=0, atol=1e-12)
+        assert model.crowd_.n_annotations == refit.crowd_.n_annotations
 
 
 @pytest.mark.parametrize("cls", [DawidSkene, MajorityVote, Wawa])

@@ -287,3 +287,39 @@ def sorted_pointer(task: np.ndarray, n_tasks: int) -> np.ndarray | None:
     if done is None or not all(done):
         return None
     return pointer
+
+
+def store_votes(
+    pointer: np.ndarray,
+    worker: np.ndarray,
+    label: np.ndarray,
+    tail: tuple[np.ndarray, np.ndarray, np.ndarray],
+    weights: np.ndarray,
+    n_tasks: int,
+    k: int,
+) -> np.ndarray | None:
+    """(n_tasks, K) total weight of the votes per class of the annotations of a store
+    (a base sorted by task with its ``pointer``, and a ``tail`` of (task, worker,
+    label) codes sorted by task), each task's base rows then its tail rows added in
+    row order: the sums of one pass over the merged annotations, without merging."""
+    tail_task, tail_worker, tail_label = tail
+    tail_pointer = np.zeros(1, dtype=np.int64)
+    if len(tail_task):
+        tail_pointer = sorted_pointer(tail_task, n_tasks)
+        if tail_pointer is None:
+            return None
+    out = np.empty((n_tasks, k))
+    bounds = _bounds(len(pointer) - 1, pointer)
+    bounds[-1] = n_tasks
+    args = (
+        pointer,
+        _kernels.unsigned(worker),
+        _kernels.unsigned(label),
+        tail_pointer,
+        _kernels.unsigned(_as_int32(tail_worker)),
+        _kernels.unsigned(_as_int32(tail_label)),
+        np.ascontiguousarray(weights, dtype=np.float64),
+        out,
+    )
+    calls = [(*args, int(bounds[r]), int(bounds[r + 1])) for r in range(len(bounds) - 1)]
+    return None if _run("store_votes_range", calls) is None else out

@@ -293,3 +293,28 @@ def pointer_range(task, pointer, first, last):
         for t in range(previous + 1, len(pointer)):
             pointer[t] = n
     return True
+
+
+@njit(**_OPTIONS)
+def store_votes_range(
+    pointer, worker, label, tail_pointer, tail_worker, tail_label, weights, out, first, last
+):
+    """Per task ``t`` in ``first..last-1``, the total weight of the votes for each class
+    (``out[t]``, float64): ``weights[worker]`` added in row order over the task's base
+    rows (``pointer``), then its tail rows (``tail_pointer``), the order of the rows
+    in the merged annotations (so the sums equal those of one pass over them, as
+    ``_numba_votes``'s ``votes_range`` and ``np.bincount`` add them)."""
+    k = out.shape[1]
+    n_base = len(pointer) - 1
+    n_tail = len(tail_pointer) - 1
+    for t in range(first, last):
+        row = out[t]
+        for c in range(k):
+            row[c] = 0.0
+        if t < n_base:
+            for a in range(pointer[t], pointer[t + 1]):
+                row[label[a]] += weights[worker[a]]
+        if t < n_tail:
+            for a in range(tail_pointer[t], tail_pointer[t + 1]):
+                row[tail_label[a]] += weights[tail_worker[a]]
+    return 0
