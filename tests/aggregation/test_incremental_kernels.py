@@ -29,6 +29,7 @@ from crowdlearn.aggregation._annotation_store import AnnotationStore
 from crowdlearn.aggregation._base import break_ties_rows
 from crowdlearn.aggregation._design import normalise_log
 from crowdlearn.aggregation._incremental_em import probas_margins, top_margins
+from crowdlearn.aggregation.weighted_vote import vote_shares
 from crowdlearn.data import CrowdDataError
 from crowdlearn.simulate import independent_confusion
 
@@ -268,3 +269,25 @@ def test_the_environment_variable_turns_the_incremental_kernels_off(monkeypatch)
     batches = arrival_batches(5, n_batches=2)
     model, _ = run_updates(DawidSkene, batches, refresh=0)  # the NumPy path runs
     assert model.crowd_.n_annotations == sum(len(b) for b in batches)
+
+
+def test_the_store_votes_and_their_shares_equal_one_pass_over_the_merged_rows():
+    task, worker, label, pointer = sorted_codes(12, k=4)
+    rng = np.random.default_rng(13)
+    tail_task = np.sort(rng.integers(0, 520, 300)).astype(np.int32)  # new tasks too
+    tail_worker = rng.integers(0, 30, 300).astype(np.int32)
+    tail_label = rng.integers(0, 4, 300).astype(np.int32)
+    weights = rng.normal(0.3, 0.5, 30)  # some negative: rows without a positive score
+    votes = ik.store_votes(
+        pointer, worker, label, (tail_task, tail_worker, tail_label), weights, 520, 4
+    )
+    merged = np.concatenate([task, tail_task])
+    order = np.argsort(merged, kind="stable")  # each task's base rows, then its tail rows
+    cells = merged[order].astype(np.int64) * 4 + np.concatenate([label, tail_label])[order]
+    rows = np.concatenate([worker, tail_worker])[order]
+    expected = np.bincount(cells, weights=weights[rows], minlength=520 * 4).reshape(520, 4)
+    np.testing.assert_array_equal(votes, expected)
+    shares = ik.store_votes(
+        pointer, worker, label, (tail_task, tail_worker, tail_label), weights, 520, 4, shares=True
+    )
+    np.testing.assert_allclose(shares, vote_shares(expected), rtol=0, atol=1e-15)

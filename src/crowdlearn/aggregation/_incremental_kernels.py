@@ -297,11 +297,14 @@ def store_votes(
     weights: np.ndarray,
     n_tasks: int,
     k: int,
+    shares: bool = False,
 ) -> np.ndarray | None:
     """(n_tasks, K) total weight of the votes per class of the annotations of a store
     (a base sorted by task with its ``pointer``, and a ``tail`` of (task, worker,
     label) codes sorted by task), each task's base rows then its tail rows added in
-    row order: the sums of one pass over the merged annotations, without merging."""
+    row order: the sums of one pass over the merged annotations, without merging.
+    ``shares``: each row as ``weighted_vote.vote_shares`` makes it, in the same pass
+    (a sum over more than eight classes may then differ from NumPy's in rounding)."""
     tail_task, tail_worker, tail_label = tail
     tail_pointer = np.zeros(1, dtype=np.int64)
     if len(tail_task):
@@ -319,6 +322,7 @@ def store_votes(
         _kernels.unsigned(_as_int32(tail_worker)),
         _kernels.unsigned(_as_int32(tail_label)),
         np.ascontiguousarray(weights, dtype=np.float64),
+        bool(shares),
         out,
     )
     calls = [(*args, int(bounds[r]), int(bounds[r + 1])) for r in range(len(bounds) - 1)]

@@ -297,13 +297,17 @@ def pointer_range(task, pointer, first, last):
 
 @njit(**_OPTIONS)
 def store_votes_range(
-    pointer, worker, label, tail_pointer, tail_worker, tail_label, weights, out, first, last
-):
+    pointer, worker, label, tail_pointer, tail_worker, tail_label, weights, shares, out, first,
+    last,
+):  # fmt: skip
     """Per task ``t`` in ``first..last-1``, the total weight of the votes for each class
     (``out[t]``, float64): ``weights[worker]`` added in row order over the task's base
     rows (``pointer``), then its tail rows (``tail_pointer``), the order of the rows
     in the merged annotations (so the sums equal those of one pass over them, as
-    ``_numba_votes``'s ``votes_range`` and ``np.bincount`` add them)."""
+    ``_numba_kernels``' ``votes_range`` and ``np.bincount`` add them). With ``shares``,
+    each row is then replaced by ``weighted_vote.vote_shares`` of it: each class's
+    share of the positive part, or, where no class scores above 0, an even split
+    over the classes of highest score."""
     k = out.shape[1]
     n_base = len(pointer) - 1
     n_tail = len(tail_pointer) - 1
@@ -317,4 +321,19 @@ def store_votes_range(
         if t < n_tail:
             for a in range(tail_pointer[t], tail_pointer[t + 1]):
                 row[tail_label[a]] += weights[tail_worker[a]]
+        if shares:
+            total = 0.0
+            best = row[0]
+            for c in range(k):
+                total += max(row[c], 0.0)
+                best = max(best, row[c])
+            if total > 0:
+                for c in range(k):
+                    row[c] = max(row[c], 0.0) / total
+            else:
+                n_top = 0.0
+                for c in range(k):
+                    n_top += 1.0 if row[c] == best else 0.0
+                for c in range(k):
+                    row[c] = (1.0 if row[c] == best else 0.0) / n_top
     return 0

@@ -163,19 +163,20 @@ class Wawa(RefitMixin, BaseAggregator):
         agree += np.bincount(block.worker, weights=now, minlength=n_workers)
         workload += np.bincount(block.worker[new], minlength=n_workers)
         skills = _skills(agree, workload)
-        scores = None
+        probas = None
         store = merge.store
-        if _ik.wanted(store.n_annotations):
+        if _ik.wanted(store.n_annotations):  # the weighted votes and their shares
             store.sort()
             base = store.data_base()
-            scores = _ik.store_votes(
-                store.pointer, base.worker, base.label, store.tail, skills, merge.n_tasks, k
-            )
-        if scores is None:
-            scores = weighted_scores(merge.data, skills)
+            probas = _ik.store_votes(
+                store.pointer, base.worker, base.label, store.tail, skills, merge.n_tasks, k,
+                shares=True,
+            )  # fmt: skip
+        if probas is None:
+            probas = vote_shares(weighted_scores(merge.data, skills))
         self._votes, self._agree, self._workload = votes, agree, workload
         self.skills_ = skills
-        self.probas_ = vote_shares(scores)
+        self.probas_ = probas
 
 
 def _skills(agree: np.ndarray, workload: np.ndarray) -> np.ndarray:
