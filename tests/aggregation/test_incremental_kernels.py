@@ -27,8 +27,10 @@ from crowdlearn.aggregation import (
 from crowdlearn.aggregation import _incremental_kernels as ik
 from crowdlearn.aggregation._annotation_store import AnnotationStore
 from crowdlearn.aggregation._base import break_ties_rows
+from crowdlearn.aggregation._blocks import block_design, make_block
 from crowdlearn.aggregation._design import normalise_log
 from crowdlearn.aggregation._incremental_em import probas_margins, top_margins
+from crowdlearn.aggregation.dawid_skene import confusion_statistics
 from crowdlearn.aggregation.weighted_vote import vote_shares
 from crowdlearn.data import CrowdDataError
 from crowdlearn.simulate import independent_confusion
@@ -291,3 +293,21 @@ def test_the_store_votes_and_their_shares_equal_one_pass_over_the_merged_rows():
         pointer, worker, label, (tail_task, tail_worker, tail_label), weights, 520, 4, shares=True
     )
     np.testing.assert_allclose(shares, vote_shares(expected), rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("lone_labels", ["em", "vote"])
+def test_the_local_e_step_adds_dawid_skenes_statistics_of_its_posteriors(lone_labels):
+    task, worker, label, pointer = sorted_codes(14)  # tasks with 0, 1 and more labels
+    k, n_workers = 3, 30
+    rng = np.random.default_rng(15)
+    table = np.log(rng.dirichlet(np.ones(k), size=n_workers * k))
+    log_prior = np.log(rng.dirichlet(np.ones(k)))
+    columns = worker.astype(np.int64) * k + label
+    probas, _, _, (counts, totals) = ik.local_e_step(
+        pointer, columns, table, log_prior, lone_labels
+    )
+    block = make_block(0, 500, task, worker, label)
+    design = block_design(block, n_workers, k, np.float64)
+    want_counts, want_totals = confusion_statistics(design, block, probas, lone_labels)
+    np.testing.assert_allclose(counts, want_counts, rtol=0, atol=TOL)
+    np.testing.assert_allclose(totals, want_totals, rtol=0, atol=TOL)

@@ -151,10 +151,13 @@ class IncrementalEMMixin(IncrementalMixin):
         iterations = 0
         converged = False
         margins = np.zeros(0)
+        part = None
         for iterations in range(1, self.max_iter + 1):  # noqa: B007
-            part = self._block_statistics(block, local, n_workers)
+            if part is None:
+                part = self._block_statistics(block, local, n_workers)
             self._set_statistics(tuple(a + b for a, b in zip(fixed, part, strict=True)), n_workers)
-            local, likelihood, margins = self._block_posteriors(block)
+            # the next iteration's sums come with the E-step where a kernel adds them
+            local, likelihood, margins, part = self._local_posteriors(block)
             objective = likelihood / max(len(block.task), 1)
             if abs(objective - previous) < self.tol:
                 converged = True
@@ -185,12 +188,29 @@ class IncrementalEMMixin(IncrementalMixin):
         self.n_iter_ = iterations
         self._append_history(rows, time.perf_counter() - start)
 
+    #: The statistics of ``_block_statistics`` are Dawid-Skene's (confusion counts by
+    #: (worker, label) and class totals): the local E-step's kernel can sum them too.
+    _design_statistics: bool = False
+
+    def _local_posteriors(
+        self, block: Block
+    ) -> tuple[np.ndarray, float, np.ndarray, tuple[np.ndarray, ...] | None]:
+        """:meth:`_block_posteriors` of the local EM's block and, when its compiled
+        E-step adds them in the same pass (Dawid-Skene, soft EM), the next M-step's
+        statistics of the posteriors it writes (else None)."""
+        lone = getattr(self, "lone_labels", None)
+        if self._design_statistics and not getattr(self, "hard", False):
+            fused = self._fused_posteriors(block, "vote" if lone == "vote" else "em")
+            if fused is not None:
+                return fused
+        return (*self._block_posteriors(block), None)
+
     def _block_posteriors(self, block: Block) -> tuple[np.ndarray, float, np.ndarray]:
         """E-step of a block: posteriors, log-likelihood and the log-odds margins (the
         top class against the next) of its tasks."""
         fused = self._fused_posteriors(block)
         if fused is not None:
-            probas, likelihood, margins = fused
+            probas, likelihood, margins, _ = fused
         else:
             scores = self._block_log_scores(block)
             margins = top_margins(scores)
@@ -200,10 +220,13 @@ class IncrementalEMMixin(IncrementalMixin):
             probas = one_hot_argmax(probas)
         return probas, likelihood, margins
 
-    def _fused_posteriors(self, block: Block) -> tuple[np.ndarray, float, np.ndarray] | None:
+    def _fused_posteriors(
+        self, block: Block, statistics: str | None = None
+    ) -> tuple[np.ndarray, float, np.ndarray, tuple[np.ndarray, ...] | None] | None:
         """:meth:`_block_posteriors`' scores, margins and softmax in one compiled pass
         over the block from :meth:`_log_tables` (float64 models on data large enough
-        for the kernels, see :func:`_incremental_kernels.wanted`); None otherwise."""
+        for the kernels, see :func:`_incremental_kernels.wanted`), with Dawid-Skene's
+        statistics when ``statistics`` names its ``lone_labels``; None otherwise."""
         store = self.__dict__.get("_store")
         if self.probas_.dtype != np.float64 or store is None:
             return None
@@ -212,7 +235,7 @@ class IncrementalEMMixin(IncrementalMixin):
         log_prior, table = self._log_tables()
         k = table.shape[1]
         columns = block.worker.astype(np.int64) * k + block.label
-        return _ik.local_e_step(block.indptr, columns, table, log_prior)
+        return _ik.local_e_step(block.indptr, columns, table, log_prior, statistics)
 
     def _settle(
         self,

@@ -163,14 +163,24 @@ def _as_int32(codes: np.ndarray) -> np.ndarray:
 
 
 def local_e_step(
-    indptr: np.ndarray, columns: np.ndarray, table: np.ndarray, log_prior: np.ndarray
-) -> tuple[np.ndarray, float, np.ndarray] | None:
+    indptr: np.ndarray,
+    columns: np.ndarray,
+    table: np.ndarray,
+    log_prior: np.ndarray,
+    statistics: str | None = None,
+) -> tuple[np.ndarray, float, np.ndarray, tuple[np.ndarray, np.ndarray] | None] | None:
     """E-step of a small block (float64) from the log tables of
     ``IncrementalEMMixin._log_tables`` (``columns``: worker * K + label per row):
-    posteriors, log-likelihood, margins (the top score against the next)."""
+    posteriors, log-likelihood, margins (the top score against the next), and, with
+    ``statistics`` (Dawid-Skene's ``lone_labels``, "em" or "vote"), the next M-step's
+    sums of those posteriors (``dawid_skene.confusion_statistics``) from the same
+    pass, else None."""
     n_tasks, k = len(indptr) - 1, table.shape[1]
     probas = np.empty((n_tasks, k))
     margins = np.empty(n_tasks)
+    mode = {None: 0, "em": 1, "vote": 2}[statistics]
+    counts = np.zeros((len(table), k) if mode else (0, k))
+    totals = np.zeros(k)
     args = (
         np.ascontiguousarray(indptr, dtype=np.int64),
         np.ascontiguousarray(columns, dtype=np.int64),
@@ -178,9 +188,14 @@ def local_e_step(
         np.ascontiguousarray(log_prior, dtype=np.float64),
         probas,
         margins,
+        mode,
+        counts,
+        totals,
     )
     done = _run("local_e_step", [args])
-    return None if done is None else (probas, float(done[0]), margins)
+    if done is None:
+        return None
+    return probas, float(done[0]), margins, (counts, totals) if mode else None
 
 
 def interleave(old: np.ndarray, new: np.ndarray, slots: np.ndarray) -> np.ndarray | None:

@@ -115,11 +115,17 @@ def gather_block(
 
 
 @njit(**_OPTIONS)
-def local_e_step(indptr, columns, table, log_prior, probas, margins):
+def local_e_step(indptr, columns, table, log_prior, probas, margins, mode, counts, totals):
     """E-step of a small block from the log tables: per task, the scores ``log_prior +
     sum of table[columns[a]]`` over its rows, their top-two margin (in float64), and
     their softmax into ``probas`` (``_design.normalise_log``'s arithmetic: shift by the
-    row maximum, exp, divide by the sum); returns the sum of the log normalisers."""
+    row maximum, exp, divide by the sum); returns the sum of the log normalisers.
+
+    ``mode`` 1 or 2 also adds the next Dawid-Skene M-step's sums of the posteriors it
+    writes (``dawid_skene.confusion_statistics``): ``counts[columns[a]] += p`` over
+    each annotation and ``totals += p`` per annotated task; with mode 2
+    (``lone_labels="vote"``) a task with one label adds one count to its label's
+    class in ``totals`` instead (``columns`` = worker * K + label)."""
     n_tasks = len(indptr) - 1
     k = table.shape[1]
     scores = np.empty(k, dtype=table.dtype)
@@ -157,6 +163,18 @@ def local_e_step(indptr, columns, table, log_prior, probas, margins):
         for c in range(k):
             probas[t, c] /= norm
         total += shift + np.log(norm)
+        n_rows = indptr[t + 1] - indptr[t]
+        if mode == 0 or n_rows == 0:
+            continue
+        if mode == 2 and n_rows == 1:
+            totals[columns[indptr[t]] % k] += 1.0
+            continue
+        for a in range(indptr[t], indptr[t + 1]):
+            j = columns[a]
+            for c in range(k):
+                counts[j, c] += probas[t, c]
+        for c in range(k):
+            totals[c] += probas[t, c]
     return total
 
 

@@ -425,6 +425,8 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
 
     # ------------------------------------------------------------------ partial_fit hooks
 
+    _design_statistics = True  # the local E-step's kernel may add the M-step's sums
+
     def _block_statistics(
         self, block: Block, probas: np.ndarray, n_workers: int
     ) -> tuple[np.ndarray, ...]:
