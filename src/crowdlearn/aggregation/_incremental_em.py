@@ -346,21 +346,15 @@ class IncrementalEMMixin(IncrementalMixin):
             return None
         n_old, k = self.probas_.shape
         n_tasks = merge.n_tasks
-        probas = None
         exact = store.design is not None
-        if self._margins is None or len(self._margins) != n_old:
-            if not (self._probas_exact and _is_identity(merge.task_map) and k >= 2):
-                return None
-            held = np.empty(0)
-            probas = self.probas_  # margins from the posteriors, in the same pass
-        else:
-            held = self._held_margins(merge)
-        # the result: in place of the held margins (exact), else a new buffer with
-        # room to grow (the held ones stay as they are if the NumPy path runs)
-        if exact and probas is None:
-            out = held
-        else:
-            out = np.empty(n_tasks + n_tasks // 4)[:n_tasks]
+        computed = self._margins is None or len(self._margins) != n_old
+        if computed and not (self._probas_exact and _is_identity(merge.task_map) and k >= 2):
+            return None
+        held = self._held_margins(merge)  # from the posteriors: a compiled pass
+        # the result: in place of the held margins (exact, or computed here), else a
+        # new buffer with room to grow (the held ones stay as they are if the NumPy
+        # path runs)
+        out = held if exact or computed else np.empty(n_tasks + n_tasks // 4)[:n_tasks]
         store.sort()
         tail_task, tail_worker, tail_label = store.tail
         tails = tail_counts = crude = None
@@ -375,10 +369,9 @@ class IncrementalEMMixin(IncrementalMixin):
             largest = float(spread.max()) if len(spread) else 0.0
             crude = (largest, tail_counts, skip)
         base = store.data_base()
-        floor = 1e-300 if self.probas_.dtype == np.float64 else 1e-37
         done = _ik.settle(
-            store.pointer, base.worker, base.label, spread, k, c0, eps, tails, held, probas,
-            floor, crude, out,
+            store.pointer, base.worker, base.label, spread, k, c0, eps, tails, held, None,
+            0.0, crude, out,
         )  # fmt: skip
         if done is None:
             return None

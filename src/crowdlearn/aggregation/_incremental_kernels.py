@@ -107,7 +107,8 @@ def cell_sums(
 
 
 def probas_margins(probas: np.ndarray, floor: float, out: np.ndarray) -> bool:
-    """``log(top / max(next, floor))`` per row of ``probas`` (k >= 2) into ``out``;
+    """``log(top / max(next, floor))`` per row of ``probas`` (k >= 2) into ``out``
+    (the ratios by the kernel, then NumPy's logarithm: the NumPy form's values);
     False if the kernels cannot run."""
     probas = np.ascontiguousarray(probas)
     n, k = probas.shape
@@ -119,7 +120,10 @@ def probas_margins(probas: np.ndarray, floor: float, out: np.ndarray) -> bool:
     ]
     if n == 0:
         return True
-    return _run("margins_range", calls) is not None
+    if _run("margins_range", calls) is None:
+        return False
+    np.log(out, out=out)
+    return True
 
 
 def gather(

@@ -15,6 +15,7 @@ import math
 import numpy as np
 from numba import njit
 
+from crowdlearn.aggregation._numba_kernels import _exp_inplace
 from crowdlearn.aggregation._numba_votes import _advance, _affine, _draw
 
 _OPTIONS = {"cache": True, "nogil": True, "fastmath": False, "error_model": "numpy"}
@@ -35,8 +36,10 @@ def cell_sums_range(pointer, worker, label, values, k, out, first, last):
 
 @njit(**_OPTIONS)
 def margins_range(probas, floor, out, first, last):
-    """``log(top / max(second, floor))`` per row of ``probas`` (rows ``first..last-1``),
-    the top two found as ``_incremental_em._top_two`` finds them (in float64)."""
+    """``top / max(second, floor)`` per row of ``probas`` (rows ``first..last-1``), the
+    top two found as ``_incremental_em._top_two`` finds them (in float64); the caller
+    takes the logarithm (NumPy's vectorised one: a scalar log per row costs more than
+    the rest of the pass)."""
     k = probas.shape[1]
     for i in range(first, last):
         a = float(probas[i, 0])
@@ -47,7 +50,7 @@ def margins_range(probas, floor, out, first, last):
             v = float(probas[i, c])
             low = max(low, min(high, v))
             high = max(high, v)
-        out[i] = math.log(high / max(low, floor))
+        out[i] = high / max(low, floor)
     return 0
 
 
@@ -114,12 +117,21 @@ def gather_block(
     return repeated, first
 
 
+#: Tasks of a tile of the local E-step (their scores sit in cache while exponentiated).
+_TILE_ROWS = 256
+#: Row norms multiplied before one logarithm (each in [1, K]: no overflow for K up
+#: to 2^15).
+_LOG_GROUP = 64
+
+
 @njit(**_OPTIONS)
 def local_e_step(indptr, columns, table, log_prior, probas, margins, mode, counts, totals):
     """E-step of a small block from the log tables: per task, the scores ``log_prior +
     sum of table[columns[a]]`` over its rows, their top-two margin (in float64), and
     their softmax into ``probas`` (``_design.normalise_log``'s arithmetic: shift by the
-    row maximum, exp, divide by the sum); returns the sum of the log normalisers.
+    row maximum, exp, divide by the sum), tile by tile (the exponentials by
+    ``_numba_kernels._exp_inplace``, vectorised); returns the sum of the log
+    normalisers (the logarithms of products of up to ``_LOG_GROUP`` row sums).
 
     ``mode`` 1 or 2 also adds the next Dawid-Skene M-step's sums of the posteriors it
     writes (``dawid_skene.confusion_statistics``): ``counts[columns[a]] += p`` over
@@ -128,54 +140,71 @@ def local_e_step(indptr, columns, table, log_prior, probas, margins, mode, count
     class in ``totals`` instead (``columns`` = worker * K + label)."""
     n_tasks = len(indptr) - 1
     k = table.shape[1]
-    scores = np.empty(k, dtype=table.dtype)
+    rows = _TILE_ROWS
+    tile = np.empty((rows, k))
+    bits = np.empty(rows * k, dtype=np.int64)
+    bits2 = np.empty(rows * k, dtype=np.int64)
+    flat = tile.reshape(-1)
     total = 0.0
-    for t in range(n_tasks):
-        for c in range(k):
-            scores[c] = 0.0
-        for a in range(indptr[t], indptr[t + 1]):
-            j = columns[a]
+    product = 1.0
+    grouped = 0
+    for start in range(0, n_tasks, rows):
+        m = min(rows, n_tasks - start)
+        for i in range(m):
+            t = start + i
+            row = tile[i]
             for c in range(k):
-                scores[c] += table[j, c]
-        for c in range(k):
-            scores[c] += log_prior[c]
-        if k >= 2:
-            a0 = float(scores[0])
-            a1 = float(scores[1])
-            high = max(a0, a1)
-            low = min(a0, a1)
-            for c in range(2, k):
-                v = float(scores[c])
-                low = max(low, min(high, v))
-                high = max(high, v)
-            margins[t] = high - low
-        else:
-            margins[t] = np.inf
-        shift = scores[0]
-        for c in range(1, k):
-            if scores[c] > shift:
-                shift = scores[c]
-        norm = scores[0] * 0.0
-        for c in range(k):
-            value = np.exp(scores[c] - shift)
-            probas[t, c] = value
-            norm += value
-        for c in range(k):
-            probas[t, c] /= norm
-        total += shift + np.log(norm)
-        n_rows = indptr[t + 1] - indptr[t]
-        if mode == 0 or n_rows == 0:
-            continue
-        if mode == 2 and n_rows == 1:
-            totals[columns[indptr[t]] % k] += 1.0
-            continue
-        for a in range(indptr[t], indptr[t + 1]):
-            j = columns[a]
+                row[c] = 0.0
+            for a in range(indptr[t], indptr[t + 1]):
+                source = table[columns[a]]
+                for c in range(k):
+                    row[c] += source[c]
             for c in range(k):
-                counts[j, c] += probas[t, c]
-        for c in range(k):
-            totals[c] += probas[t, c]
-    return total
+                row[c] += log_prior[c]
+            if k >= 2:
+                high = max(row[0], row[1])
+                low = min(row[0], row[1])
+                for c in range(2, k):
+                    low = max(low, min(high, row[c]))
+                    high = max(high, row[c])
+                margins[t] = high - low
+            else:
+                margins[t] = np.inf
+            shift = row[0]
+            for c in range(1, k):
+                if row[c] > shift:
+                    shift = row[c]
+            total += shift
+            for c in range(k):
+                row[c] -= shift
+        _exp_inplace(flat[: m * k], bits[: m * k], bits2[: m * k])
+        for i in range(m):
+            t = start + i
+            row = tile[i]
+            norm = 0.0
+            for c in range(k):
+                norm += row[c]
+            for c in range(k):
+                probas[t, c] = row[c] / norm
+            product *= norm
+            grouped += 1
+            if grouped == _LOG_GROUP:
+                total += math.log(product)
+                product = 1.0
+                grouped = 0
+            n_rows = indptr[t + 1] - indptr[t]
+            if mode == 0 or n_rows == 0:
+                continue
+            if mode == 2 and n_rows == 1:
+                totals[columns[indptr[t]] % k] += 1.0
+                continue
+            for a in range(indptr[t], indptr[t + 1]):
+                target = counts[columns[a]]
+                for c in range(k):
+                    target[c] += probas[t, c]
+            for c in range(k):
+                totals[c] += probas[t, c]
+    return total + math.log(product)
 
 
 @njit(**_OPTIONS)
