@@ -55,8 +55,11 @@ def split(task: np.ndarray, share: float, seed: int) -> np.ndarray:
     return late_tasks | late_labels
 
 
-def measure(size: int, shares: tuple[float, ...], repeats: int, workers: int) -> list[dict]:
-    """One row per method and share (see the module docstring)."""
+def measure(
+    size: int, shares: tuple[float, ...], repeats: int, workers: int, methods: tuple[str, ...]
+) -> list[dict]:
+    """One row per method (of ``methods``, all when empty) and share (see the module
+    docstring)."""
     task, worker, label = simulate(size, workers, 0)
     full = CrowdData.from_arrays(task, worker, label)
     rows = []
@@ -65,7 +68,7 @@ def measure(size: int, shares: tuple[float, ...], repeats: int, workers: int) ->
         old = CrowdData.from_arrays(task[~new], worker[~new], label[~new])
         add = CrowdData.from_arrays(task[new], worker[new], label[new])
         for name, factory, options, largest in METHODS:
-            if size > largest:
+            if size > largest or (methods and name not in methods):
                 continue
             updates, refits = [], []
             updated = refit = None
@@ -113,11 +116,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--shares", type=float, nargs="+", default=list(SHARES))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workers", type=int, default=4_000)
+    parser.add_argument("--methods", nargs="*", default=[], help="row names (default: all)")
     args = parser.parse_args(argv)
     lifted()
     rows = []
     for size in args.sizes:
-        rows += measure(size, tuple(args.shares), args.repeats, min(args.workers, size // 10))
+        workers = min(args.workers, size // 10)
+        rows += measure(size, tuple(args.shares), args.repeats, workers, tuple(args.methods))
     return rows
 
 

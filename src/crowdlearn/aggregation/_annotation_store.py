@@ -114,8 +114,9 @@ class AnnotationStore:
             if pointer is not None:
                 self.pointer = pointer
                 return
-        if is_sorted(base.task):
-            self.pointer = np.searchsorted(base.task, np.arange(base.n_tasks + 1))
+        if is_sorted(base.task):  # counts per task, summed: one pass, no search
+            self.pointer = np.zeros(base.n_tasks + 1, dtype=np.int64)
+            np.cumsum(np.bincount(base.task, minlength=base.n_tasks), out=self.pointer[1:])
             return
         order = base.by_task.order
         self._base = base._replace(

@@ -803,11 +803,16 @@ class IncrementalMixin:
             else:  # held tasks moved: their labels move with them
                 labels = np.empty(merge.n_tasks, dtype=self.labels_.dtype)
                 labels[merge.task_map] = self.labels_
-            labels[changed] = break_ties_rows(
-                self.probas_[changed],
-                changed,
-                self.tie_break,  # type: ignore[attr-defined]
-                self.random_state,  # type: ignore[attr-defined]
+            known = self.__dict__.pop("_changed_labels", None)  # set by the update
+            labels[changed] = (
+                known
+                if known is not None
+                else break_ties_rows(
+                    self.probas_[changed],
+                    changed,
+                    self.tie_break,  # type: ignore[attr-defined]
+                    self.random_state,  # type: ignore[attr-defined]
+                )
             )
             self.labels_ = labels
         self.classes_ = merge.store.classes
@@ -913,7 +918,9 @@ class VoteCountMixin(IncrementalMixin):
             added = np.bincount(cells, minlength=len(touched) * k)
             counts[touched] += added.reshape(len(touched), k).astype(counts.dtype)
             probas = _grown(self.probas_, merge.n_tasks)
-            probas[touched] = self._rows_from_counts(counts[touched], touched)
+            probas[touched], self._changed_labels = self._rows_from_counts(
+                counts[touched], touched
+            )
             self.vote_counts_, self.probas_ = counts, probas
             self._changed = touched  # the other tasks' rows and labels are unchanged
             return
@@ -928,7 +935,10 @@ class VoteCountMixin(IncrementalMixin):
     def _from_counts(self, data: CrowdData) -> None:
         raise NotImplementedError
 
-    def _rows_from_counts(self, counts: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    def _rows_from_counts(
+        self, counts: np.ndarray, rows: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None]:
         """The ``probas_`` rows ``rows`` of the tasks with these vote counts (what
-        :meth:`_from_counts` gives them)."""
+        :meth:`_from_counts` gives them), and their labels when known (else None:
+        derived from the rows)."""
         raise NotImplementedError

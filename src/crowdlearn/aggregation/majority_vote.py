@@ -127,12 +127,14 @@ class MajorityVote(VoteCountMixin, BaseAggregator):
         self.probas_ = np.zeros((len(majority), data.n_classes))
         self.probas_[np.arange(len(majority)), majority] = 1.0
 
-    def _rows_from_counts(self, counts: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    def _rows_from_counts(
+        self, counts: np.ndarray, rows: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None]:
         scores = counts.astype(np.float64)  # exact: small integers
         majority = break_ties_rows(scores, rows, self.tie_break, self.random_state)
         probas = np.zeros(counts.shape)
         probas[np.arange(len(majority)), majority] = 1.0
-        return probas
+        return probas, majority  # the labels: the one-hot rows' classes
 
 
 class NaiveSoft(VoteCountMixin, BaseAggregator):
@@ -188,5 +190,7 @@ class NaiveSoft(VoteCountMixin, BaseAggregator):
     def _from_counts(self, data: CrowdData) -> None:
         self.probas_ = _frequencies(self.vote_counts_, data.n_classes)
 
-    def _rows_from_counts(self, counts: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        return _frequencies(counts, counts.shape[1])
+    def _rows_from_counts(
+        self, counts: np.ndarray, rows: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        return _frequencies(counts, counts.shape[1]), None
