@@ -8,9 +8,11 @@ every annotation of the last ``share / 2`` of the tasks plus ``share / 2`` of th
 others drawn at random. Each method is fitted on the rest, then, in the same process,
 ``partial_fit`` of the new annotations (with both thresholds lifted, so that the
 update itself runs whatever the share) is timed against ``fit`` on all annotations
-(CrowdData built beforehand for both); the best of ``--repeats``. Printed per method
-and share: update / refit (below 1: the update is cheaper) and the share of tasks
-whose label equals the refit's::
+(CrowdData built beforehand for both), and against ``partial_fit`` forced to take its
+refit path (``refit_path_s``: the merge of the batch, then a fit; what a batch past
+the threshold costs); the best of ``--repeats``. Printed per method and share: update
+/ refit (below 1: the update is cheaper), the refit path's time and the share of
+tasks whose label equals the refit's::
 
     python benchmarks/speed/_refit_share.py --sizes 50000 2000000 --repeats 3
 
@@ -70,7 +72,7 @@ def measure(
         for name, factory, options, largest in METHODS:
             if size > largest or (methods and name not in methods):
                 continue
-            updates, refits = [], []
+            updates, refits, paths = [], [], []
             updated = refit = None
             for _ in range(repeats):
                 model = factory().fit(old)
@@ -81,6 +83,12 @@ def measure(
                 start = time.perf_counter()
                 refit = factory().fit(full)
                 refits.append(time.perf_counter() - start)
+                model = factory().fit(old)
+                lifted(0.0)  # every batch a refit: the merge, then a fit
+                start = time.perf_counter()
+                model.partial_fit(add, **options)
+                paths.append(time.perf_counter() - start)
+                lifted()
             assert updated is not None and refit is not None
             if "refit" in updated.last_update_:
                 raise AssertionError("the thresholds were not lifted: the update refitted")
@@ -92,22 +100,26 @@ def measure(
                     "update_s": min(updates),
                     "refit_s": min(refits),
                     "ratio": min(updates) / min(refits),
+                    "refit_path_s": min(paths),
                     "labels_equal": float(np.mean(updated.labels_ == refit.labels_)),
                 }
             )
             print(
                 f"{size:>10} {rows[-1]['share']:6.3f} {name:<22} update {rows[-1]['update_s']:.4f}"
                 f" refit {rows[-1]['refit_s']:.4f} update/refit {rows[-1]['ratio']:.3f}"
+                f" refit_path {rows[-1]['refit_path_s']:.4f}"
                 f" labels {rows[-1]['labels_equal']:.4f}",
                 flush=True,
             )
     return rows
 
 
-def lifted() -> None:
-    """Lift both thresholds (this process only): every batch is an update."""
-    incremental.REFIT_SHARE = 1.0
-    incremental_em.LARGE_BATCH = 1.0
+def lifted(share: float = 1.0) -> None:
+    """Set the thresholds (this process only): 1, every batch is an update; 0, every
+    batch is a refit (``partial_fit``'s refit path: the merge, then a fit)."""
+    incremental.REFIT_SHARE = share
+    incremental.VOTE_REFIT_SHARE = share
+    incremental_em.LARGE_BATCH = share
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
