@@ -767,7 +767,9 @@ class IncrementalMixin:
         After the call every fitted attribute describes all annotations so far;
         ``crowd_`` holds them and ``last_update_`` says what was added and how long
         the update took. With ``refresh=0``, ``probas_`` and ``labels_`` may be
-        updated in place (arrays read from them before the call can change).
+        updated in place (arrays read from them before the call can change), as may
+        the vote counts' ``vote_counts_``, ``probas_`` and ``labels_`` (majority
+        vote, naive soft labels) whatever ``refresh``.
         """
         if not 0 <= int(refresh) == refresh:
             raise ValueError(f"refresh must be a non-negative integer, got {refresh!r}")
