@@ -663,24 +663,26 @@ def append_annotations(
 
 #: A batch holding more than this share of all annotations (held + new) is a refit on
 #: all of them (:meth:`IncrementalMixin.partial_fit`): where an update stops being
-#: cheaper than a fit of all annotations. Measured by ``python
-#: benchmarks/speed/_refit_share.py --sizes 50000 2000000 --repeats 3`` (update /
-#: refit, the same process, both thresholds lifted; machine shared, load about 3,
-#: 2026-11-27): at 50k (NumPy path) Dawid-Skene 0.5-0.8 up to 10 %, 1.2-1.4 at 19 %;
-#: one-coin 0.1-0.5 up to 10 %, 0.8-0.9 at 19 %; GLAD 0.7 at 5 %, 1.0 at 10 %; at
-#: 2M (compiled kernels) Dawid-Skene 0.13-0.38 up to 5 %, 0.5-0.7 at 10 %, 0.9-1.0 at
-#: 19 %; one-coin 0.2-0.5 up to 5 %, 0.85-1.0 at 10 %, 1.4-1.6 at 19 %. The crossing
-#: is at 10-20 % on both sizes (one-coin at 2M the first, at about 10 %), so not
-#: size-dependent. (Majority vote and Wawa: 1.2-1.3 already at 1 % at 2M, more at
-#: larger shares, as the pair check reads every touched task's rows; a refit within
-#: ``partial_fit`` merges and checks the same rows first, so it cannot be cheaper.)
+#: cheaper than a refit. Measured by ``python benchmarks/speed/_refit_share.py
+#: --sizes 50000 2000000 --repeats 3`` (one process, both thresholds lifted; machine
+#: shared by three agents, 2026-11-27). Update / fit of all annotations: at 50k (NumPy
+#: path) Dawid-Skene 0.46-0.78 up to 5 %, 0.69-0.90 at 10 %, 1.27-1.31 at 19 %;
+#: one-coin 0.13-0.44 up to 10 %, 0.78-0.82 at 19 %; GLAD 0.29-0.73 up to 10 %; at 2M
+#: (compiled kernels) Dawid-Skene 0.11-0.31 up to 5 %, 0.48-0.49 at 10 %, 0.84-1.12 at
+#: 19 %; one-coin 0.20-0.48 up to 5 %, 0.69-0.85 at 10 %, 1.47-2.08 at 19 %. Against
+#: the refit path itself (``refit_path_s``: the merge, then a fit) the EM updates are
+#: cheaper up to 10 % at both sizes and about equal at 19 % (GLAD at 50k: equal at
+#: 10 %), Wawa up to 10 % at 50k and 2M (and at 10M: ``--sizes 10000000 --repeats 2
+#: --shares 0.01 0.05 0.1 --methods mv wawa``, 0.46 s against 0.48 s at 10 %). The
+#: crossing is at 10-20 % on both sizes, so one share, not size-dependent.
 REFIT_SHARE = 0.1
 
 #: The same for the vote counts (majority vote, naive soft labels): their update reads
 #: every touched task's rows and breaks their ties again, which past a few percent
-#: costs more than the refit path's merge and one counting pass. The same command's
-#: ``refit_path_s`` (``partial_fit`` forced to refit): majority vote's update is the
-#: cheaper up to 5 % and about twice the refit path at 10 %, at 2M and 10M.
+#: costs more than the refit path's merge and one counting pass. The same commands'
+#: update against ``refit_path_s``, majority vote: at 2M 0.012 s / 0.027 s at 1 %,
+#: 0.027 / 0.026 at 5 %, 0.058 / 0.033 at 10 %; at 10M 0.062 / 0.132, 0.139 / 0.155,
+#: 0.344 / 0.237; at 50k the crossing is between 2 and 5 %.
 VOTE_REFIT_SHARE = 0.05
 
 
