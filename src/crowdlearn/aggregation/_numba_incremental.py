@@ -80,40 +80,31 @@ def gather_block(
     (``i``), ``worker``, ``label`` and ``is_new``. With ``stamps`` (one int64 per
     worker, all -1), a new row whose worker already has a held row on the task is
     counted: returns (how many, the first such new row's index), (0, -1) if none."""
-    check = len(stamps) > 0
+    # the rows first, run by run through views (loops the compiler vectorises, and
+    # whose loads do not wait on one another), then the check on the block itself
+    n_groups = len(offsets)
+    for i in range(n_groups):
+        at = offsets[i]
+        at = _run_rows(base_worker, base_label, base_start[i], base_stop[i], i, False, at,
+                       local, worker, label, is_new)  # fmt: skip
+        at = _run_rows(tail_worker, tail_label, tail_start[i], tail_stop[i], i, False, at,
+                       local, worker, label, is_new)  # fmt: skip
+        _run_rows(new_worker, new_label, new_start[i], new_stop[i], i, True, at, local,
+                  worker, label, is_new)  # fmt: skip
     repeated = 0
     first = -1
-    for i in range(len(offsets)):
+    if len(stamps) == 0:
+        return repeated, first
+    for i in range(n_groups):
         at = offsets[i]
-        for a in range(base_start[i], base_stop[i]):
-            w = base_worker[a]
-            local[at] = i
-            worker[at] = w
-            label[at] = base_label[a]
-            is_new[at] = False
-            at += 1
-            if check:
-                stamps[w] = i
-        for a in range(tail_start[i], tail_stop[i]):
-            w = tail_worker[a]
-            local[at] = i
-            worker[at] = w
-            label[at] = tail_label[a]
-            is_new[at] = False
-            at += 1
-            if check:
-                stamps[w] = i
-        for a in range(new_start[i], new_stop[i]):
-            w = new_worker[a]
-            local[at] = i
-            worker[at] = w
-            label[at] = new_label[a]
-            is_new[at] = True
-            at += 1
-            if check and stamps[w] == i:
+        held = (base_stop[i] - base_start[i]) + (tail_stop[i] - tail_start[i])
+        for a in range(at, at + held):
+            stamps[worker[a]] = i
+        for j in range(new_stop[i] - new_start[i]):
+            if stamps[worker[at + held + j]] == i:
                 repeated += 1
                 if first < 0:
-                    first = a
+                    first = new_start[i] + j
     return repeated, first
 
 
@@ -122,6 +113,23 @@ _TILE_ROWS = 256
 #: Row norms multiplied before one logarithm (each in [1, K]: no overflow for K up
 #: to 2^15).
 _LOG_GROUP = 64
+
+
+@njit(inline="always", **_OPTIONS)
+def _run_rows(
+    source_worker, source_label, start, stop, i, fresh, at, local, worker, label, is_new
+):
+    """Rows ``start..stop-1`` of a source into the block from ``at`` (task ``i``,
+    ``is_new`` = ``fresh``); returns the position after them."""
+    n = stop - start
+    _copy(source_worker[start:stop], worker[at : at + n])
+    _copy(source_label[start:stop], label[at : at + n])
+    run_local = local[at : at + n]
+    run_new = is_new[at : at + n]
+    for a in range(n):
+        run_local[a] = i
+        run_new[a] = fresh
+    return at + n
 
 
 @njit(**_OPTIONS)
@@ -225,7 +233,7 @@ def interleave_range(old, new, slots, out, first, last):
     return 0
 
 
-@njit(**_OPTIONS)
+@njit(inline="always", **_OPTIONS)
 def _copy(source, target):
     """``target[:] = source`` as a plain loop over two views (vectorised by LLVM;
     several times faster than the indexed loop over the whole arrays)."""
