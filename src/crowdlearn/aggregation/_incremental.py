@@ -21,7 +21,8 @@ learned state. ``partial_fit(new)``
 
    * vote counts (:class:`VoteCountMixin`): the new votes are added, O(new);
    * refit on the merged data (:class:`RefitMixin`, cheap single-pass methods such as
-     Wawa): exact by construction;
+     TwoThird): exact by construction; Wawa keeps its vote and agreement counts and
+     makes one weighted pass over the held and new annotations (``Wawa``);
    * incremental EM (:class:`IncrementalEMMixin`, Dawid-Skene and one-coin), after
      Neal & Hinton (1998): the M-step's sufficient statistics are sums of per-task
      contributions; the contributions of the tasks that received annotations are
@@ -30,9 +31,10 @@ learned state. ``partial_fit(new)``
      (``refresh=0``: only the tasks whose label may change, see
      :mod:`crowdlearn.aggregation._incremental_em`).
 
-A batch that holds more than :data:`REFIT_SHARE` (10 %) of all the annotations after
-it is a refit instead: the annotations are merged (with the same checks) and ``fit``
-runs on all of them, so the result is that of a plain fit of all annotations and the
+A batch that holds more than :data:`REFIT_SHARE` (10 %; :data:`VOTE_REFIT_SHARE`, 5 %,
+for the vote counts) of all the annotations after it is a refit instead: the
+annotations are merged (with the same checks) and ``fit`` runs on all of them, so
+the result is that of a plain fit of all annotations and the
 update never costs more than one (an update exists to spare a refit the small
 batches of a campaign; on a large batch it brings nothing, see
 ``docs/architecture.md``).

@@ -57,10 +57,15 @@ class Wawa(RefitMixin, BaseAggregator):
 
     Notes
     -----
-    :meth:`partial_fit` merges the new annotations with the held ones and runs the
-    three vote passes again (a new label can change a majority, hence the skill of
-    every worker of that task, hence the weighted vote of all their tasks): the result
-    equals a refit's up to floating-point rounding.
+    :meth:`partial_fit` adds the new votes to the held vote counts of the tasks that
+    received them (a new label can change a majority, hence the skill of every worker
+    of that task), moves those tasks' annotations' agreement counts to the new
+    majorities, and runs the weighted vote of all tasks again (one pass over the held
+    and new annotations, without merging them when the new ids sort after the held
+    ones): the arithmetic of a refit on the merged annotations, so its result (equal
+    to a refit on the annotations in another row order up to floating-point
+    rounding). Without the held counts (a loaded state, ``chunk_size``) or when held
+    codes move, it refits on the merged annotations.
 
     Examples
     --------
