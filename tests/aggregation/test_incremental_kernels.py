@@ -324,3 +324,13 @@ def test_the_local_e_step_adds_dawid_skenes_statistics_of_its_posteriors(lone_la
     want_counts, want_totals = confusion_statistics(design, block, probas, lone_labels)
     np.testing.assert_allclose(counts, want_counts, rtol=0, atol=TOL)
     np.testing.assert_allclose(totals, want_totals, rtol=0, atol=TOL)
+
+
+def test_an_update_alone_loads_numba_only_for_very_large_data(monkeypatch):
+    """Numba loaded (a fit ran): from 100k annotations; not loaded (a command-line
+    update on a state file): only from LOAD_MIN, where the kernels repay loading."""
+    monkeypatch.setattr(_kernels, "available", lambda: True)
+    monkeypatch.setattr(_kernels, "_STATE", {**_kernels._STATE, "kernels": None})
+    assert not ik.wanted(10_000_000) and ik.wanted(ik.LOAD_MIN)
+    monkeypatch.setitem(_kernels._STATE, "kernels", object())
+    assert ik.wanted(_kernels.MIN_LOADED) and not ik.wanted(_kernels.MIN_LOADED - 1)

@@ -14,8 +14,9 @@ Every function returns None where the kernels do not run (numba missing, disable
 ``CROWDLEARN_NO_NUMBA=1``, or a compile error, noted once as in ``_kernels``); the
 caller then runs its NumPy form, which computes the same values (the same arithmetic
 in the same order; tests/aggregation/test_incremental_kernels.py compares them).
-:func:`wanted` says whether an update of a given size uses them (the rule of
-``_kernels.active``: large data, or numba already loaded by a fit).
+:func:`wanted` says whether an update of a given size uses them (numba already
+loaded, by a fit or an earlier update, or very large data: an update alone does not
+repay numba's loading).
 """
 
 from __future__ import annotations
@@ -33,10 +34,21 @@ SERIAL_ROWS = 1 << 18
 _MODULE: dict[str, Any] = {"module": None}
 
 
+#: Annotations from which an update loads numba itself (no fit has loaded it in the
+#: process: a command-line update on a state file). Loading costs about 0.3 s (the
+#: first-fit measure of ``_kernels``' docstring), while the kernels spare an update a
+#: part of its time (some tens of milliseconds at 10M annotations, where a NumPy
+#: update of 1 % takes about 0.1 s): they repay their loading only near 100M.
+LOAD_MIN = 100_000_000
+
+
 def wanted(n_annotations: int) -> bool:
-    """Whether an update over ``n_annotations`` annotations uses the kernels
-    (``_kernels.active``'s rule: numba available, and large data or already loaded)."""
-    return _kernels.active(n_annotations)
+    """Whether an update over ``n_annotations`` annotations uses the kernels: numba
+    available, and either already loaded in this process (by a fit, or an earlier
+    update) with ``_kernels.ready``'s size (100k), or at least :data:`LOAD_MIN`."""
+    if _kernels.ready(n_annotations):
+        return True
+    return n_annotations >= LOAD_MIN and _kernels.available()
 
 
 def _module() -> Any:
