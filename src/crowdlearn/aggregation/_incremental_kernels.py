@@ -12,8 +12,11 @@ it is small (a pool's hand-offs cost more than a pass over a few hundred thousan
 
 Every function returns None where the kernels do not run (numba missing, disabled by
 ``CROWDLEARN_NO_NUMBA=1``, or a compile error, noted once as in ``_kernels``); the
-caller then runs its NumPy form, which computes the same values (the same arithmetic
-in the same order; tests/aggregation/test_incremental_kernels.py compares them).
+caller then runs its NumPy form, which computes the same values: the same arithmetic
+in the same order for the copies, counts, bounds and margins; up to rounding for the
+local E-step (a vectorised exp, logarithms of products of row sums) and the sums of
+its statistics (tests/aggregation/test_incremental_kernels.py compares them: the same
+labels and recomputed tasks, posteriors to 1e-10).
 :func:`wanted` says whether an update of a given size uses them (numba already
 loaded, by a fit or an earlier update, or very large data: an update alone does not
 repay numba's loading).
@@ -52,6 +55,7 @@ def wanted(n_annotations: int) -> bool:
 
 
 def _module() -> Any:
+    """The module of the kernels (imported on first use), or None."""
     if _MODULE["module"] is None:
         if not _kernels.available():
             return None
