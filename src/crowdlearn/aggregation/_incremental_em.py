@@ -119,7 +119,47 @@ class IncrementalEMMixin(IncrementalMixin):
                 store.design = design  # the base's design, kept for the label bound
 
     def _appends(self, refresh: int) -> bool:
-        return refresh == 0
+        return refresh == 0 or (refresh == 1 and self._store_e_step_applies())
+
+    def _store_e_step_applies(self) -> bool:
+        """Whether a ``refresh=1`` update's E-step over all tasks can read the store
+        as it is (:meth:`_store_e_step`): Dawid-Skene, soft EM, no gold, float64, not
+        chunked, on the compiled kernels."""
+        store = self.__dict__.get("_store")
+        return (
+            self._design_statistics
+            and store is not None
+            and not getattr(self, "hard", False)
+            and getattr(self, "_gold", None) is None
+            and getattr(self, "chunk_size", None) is None
+            and self.probas_.dtype == np.float64
+            and _ik.wanted(store.n_annotations)
+        )
+
+    def _store_e_step(self, merge: Merge) -> float | None:
+        """The E-step over all tasks of ``refresh=1`` by one compiled pass over the
+        store's base and tail (:func:`_incremental_kernels.store_e_step`), so that the
+        new annotations need not be merged into the held ones: the posteriors of
+        Dawid-Skene's fused E-step on the merged annotations (the same arithmetic in
+        the same row order). Sets ``probas_`` (with spare rows, as a fit leaves);
+        returns the objective (log-likelihood per annotation), None where it cannot
+        run."""
+        store = merge.store
+        store.sort()
+        log_prior, table = self._log_tables()
+        n_tasks = merge.n_tasks
+        out = np.empty((n_tasks + n_tasks // 4, merge.n_classes))[:n_tasks]
+        base = store.data_base()
+        total = _ik.store_e_step(
+            store.pointer, base.worker, base.label, store.tail, table, log_prior, out
+        )
+        if total is None:
+            return None
+        self.probas_ = out
+        # as after the merge of the path it replaces: no design of the base is kept
+        store.design = None
+        self._blocks = self._designs = None  # the held ones describe the old data
+        return total / merge.n_annotations
 
     def _partial_update(self, merge: Merge) -> None:
         if merge.n_new > LARGE_BATCH * merge.n_annotations:
@@ -165,7 +205,14 @@ class IncrementalEMMixin(IncrementalMixin):
             previous = objective
 
         rows = []
-        if refresh >= 1:
+        objective = None
+        if refresh == 1 and self._store_e_step_applies():
+            objective = self._store_e_step(merge)
+        if objective is not None:  # the E-step over all tasks without a merge
+            rows.append((iterations, objective))
+            self._margins = None
+            self._probas_exact = True
+        elif refresh >= 1:
             data = merge.data
             self._prepare(data, merge.pointer)
             self.probas_ = np.empty((data.n_tasks, k), dtype=dtype)

@@ -362,3 +362,39 @@ def store_votes(
     )
     calls = [(*args, int(bounds[r]), int(bounds[r + 1])) for r in range(len(bounds) - 1)]
     return None if _run("store_votes_range", calls) is None else out
+
+
+def store_e_step(
+    pointer: np.ndarray,
+    worker: np.ndarray,
+    label: np.ndarray,
+    tail: tuple[np.ndarray, np.ndarray, np.ndarray],
+    table: np.ndarray,
+    log_prior: np.ndarray,
+    out: np.ndarray,
+) -> float | None:
+    """A Dawid-Skene E-step over all tasks of a store (base and tail, as
+    :func:`store_votes` reads them) into ``out`` (n_tasks, K) float64, in parallel;
+    its log-likelihood, or None where the kernels do not run."""
+    tail_task, tail_worker, tail_label = tail
+    tail_pointer = np.zeros(1, dtype=np.int64)
+    if len(tail_task):
+        tail_pointer = sorted_pointer(tail_task, len(out))
+        if tail_pointer is None:
+            return None
+    bounds = _bounds(len(pointer) - 1, pointer)
+    bounds[-1] = len(out)
+    args = (
+        pointer,
+        _kernels.unsigned(worker),
+        _kernels.unsigned(label),
+        tail_pointer,
+        _kernels.unsigned(_as_int32(tail_worker)),
+        _kernels.unsigned(_as_int32(tail_label)),
+        np.ascontiguousarray(table, dtype=np.float64),
+        np.ascontiguousarray(log_prior, dtype=np.float64),
+        out,
+    )
+    calls = [(*args, int(bounds[r]), int(bounds[r + 1])) for r in range(len(bounds) - 1)]
+    done = _run("store_e_range", calls)
+    return None if done is None else float(sum(done))

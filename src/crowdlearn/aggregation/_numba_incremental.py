@@ -392,3 +392,71 @@ def store_votes_range(
                 for c in range(k):
                     row[c] = (1.0 if row[c] == best else 0.0) / n_top
     return 0
+
+
+@njit(**_OPTIONS)
+def store_e_range(
+    pointer, worker, label, tail_pointer, tail_worker, tail_label, table, log_prior, probas,
+    first, last,
+):  # fmt: skip
+    """Dawid-Skene E-step of tasks ``first..last-1`` of a store (a base sorted by task
+    with its ``pointer``, a tail with its own): each task's scores summed over its
+    base rows then its tail rows (the merged row order), plus the log prior, and
+    their softmax into ``probas``, with the arithmetic of ``_numba_kernels``'
+    ``ds_e_range`` (the same table rows added in the same order, the same vectorised
+    exp and row sums), so the same posteriors without merging the annotations.
+    Returns the log-likelihood (logarithms of products of up to ``_LOG_GROUP`` row
+    sums)."""
+    k = table.shape[1]
+    n_base = len(pointer) - 1
+    n_tail = len(tail_pointer) - 1
+    rows = _TILE_ROWS
+    tile = np.empty((rows, k))
+    bits = np.empty(rows * k, dtype=np.int64)
+    bits2 = np.empty(rows * k, dtype=np.int64)
+    flat = tile.reshape(-1)
+    total = 0.0
+    product = 1.0
+    grouped = 0
+    for start in range(first, last, rows):
+        m = min(rows, last - start)
+        for i in range(m):
+            t = start + i
+            row = tile[i]
+            for c in range(k):
+                row[c] = 0.0
+            if t < n_base:
+                for a in range(pointer[t], pointer[t + 1]):
+                    source = table[np.int64(worker[a]) * k + label[a]]
+                    for c in range(k):
+                        row[c] += source[c]
+            if t < n_tail:
+                for a in range(tail_pointer[t], tail_pointer[t + 1]):
+                    source = table[np.int64(tail_worker[a]) * k + tail_label[a]]
+                    for c in range(k):
+                        row[c] += source[c]
+            for c in range(k):
+                row[c] += log_prior[c]
+            shift = row[0]
+            for c in range(1, k):
+                if row[c] > shift:
+                    shift = row[c]
+            total += shift
+            for c in range(k):
+                row[c] -= shift
+        _exp_inplace(flat[: m * k], bits[: m * k], bits2[: m * k])
+        for i in range(m):
+            t = start + i
+            row = tile[i]
+            norm = 0.0
+            for c in range(k):
+                norm += row[c]
+            for c in range(k):
+                probas[t, c] = row[c] / norm
+            product *= norm
+            grouped += 1
+            if grouped == _LOG_GROUP:
+                total += math.log(product)
+                product = 1.0
+                grouped = 0
+    return total + math.log(product)
