@@ -337,17 +337,21 @@ def test_an_update_alone_loads_numba_only_for_very_large_data(monkeypatch):
 
 
 @needs_kernels
-def test_the_store_e_step_gives_the_fused_e_step_of_the_merged_annotations(monkeypatch, forced):
-    """refresh=1 without a merge (Dawid-Skene on the kernels): the same posteriors as
-    the fused E-step over the merged annotations, bit for bit."""
+@pytest.mark.parametrize("cls", [DawidSkene, OneCoinDawidSkene])
+def test_the_store_e_step_gives_the_fused_e_step_of_the_merged_annotations(
+    monkeypatch, forced, cls
+):
+    """refresh=1 without a merge (on the kernels): the same posteriors as the fit's
+    compiled E-step over the merged annotations, bit for bit."""
     from crowdlearn.aggregation._incremental_em import IncrementalEMMixin
 
     monkeypatch.setattr(_kernels, "MIN_ANNOTATIONS", 0)  # the fits' kernels too
     batches = arrival_batches(6)
     forced(True)
-    fused, _ = run_updates(DawidSkene, batches, refresh=1)
-    assert fused._store.tail[0].size or fused._store.n_base < fused._store.n_annotations
+    fused, _ = run_updates(cls, batches, refresh=1)
+    assert fused._store.tail[0].size  # appended, not merged
     monkeypatch.setattr(IncrementalEMMixin, "_store_e_step_applies", lambda self: False)
-    merged, _ = run_updates(DawidSkene, batches, refresh=1)
+    merged, _ = run_updates(cls, batches, refresh=1)
+    assert not merged._store.tail[0].size
     np.testing.assert_array_equal(fused.probas_, merged.probas_)
     np.testing.assert_array_equal(fused.labels_, merged.labels_)

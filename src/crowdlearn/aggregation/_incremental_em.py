@@ -124,10 +124,10 @@ class IncrementalEMMixin(IncrementalMixin):
     def _store_e_step_applies(self) -> bool:
         """Whether a ``refresh=1`` update's E-step over all tasks can read the store
         as it is (:meth:`_store_e_step`): Dawid-Skene, soft EM, no gold, float64, not
-        chunked, on the compiled kernels."""
+        chunked, on the compiled kernels; one-coin too (:meth:`_store_scores`)."""
         store = self.__dict__.get("_store")
         return (
-            self._design_statistics
+            self._store_scores() is not None
             and store is not None
             and not getattr(self, "hard", False)
             and getattr(self, "_gold", None) is None
@@ -135,6 +135,18 @@ class IncrementalEMMixin(IncrementalMixin):
             and self.probas_.dtype == np.float64
             and _ik.wanted(store.n_annotations)
         )
+
+    def _store_scores(
+        self,
+    ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None] | None:
+        """What :meth:`_store_e_step` scores with, as the fit's compiled E-step does:
+        (log prior, the (workers * K, K) log table, None) for Dawid-Skene; a subclass
+        whose E-step scores otherwise gives its own (one-coin: the per-worker log
+        terms as third item) or None (no E-step over the store)."""
+        if not self._design_statistics:
+            return None
+        log_prior, table = self._log_tables()
+        return log_prior, table, None
 
     def _store_e_step(self, merge: Merge) -> float | None:
         """The E-step over all tasks of ``refresh=1`` by one compiled pass over the
@@ -146,13 +158,16 @@ class IncrementalEMMixin(IncrementalMixin):
         run."""
         store = merge.store
         store.sort()
-        log_prior, table = self._log_tables()
+        scores = self._store_scores()
+        assert scores is not None
+        log_prior, table, correctness = scores
         n_tasks = merge.n_tasks
         out = np.empty((n_tasks + n_tasks // 4, merge.n_classes))[:n_tasks]
         base = store.data_base()
         total = _ik.store_e_step(
-            store.pointer, base.worker, base.label, store.tail, table, log_prior, out
-        )
+            store.pointer, base.worker, base.label, store.tail, table, log_prior, out,
+            correctness,
+        )  # fmt: skip
         if total is None:
             return None
         self.probas_ = out

@@ -372,10 +372,13 @@ def store_e_step(
     table: np.ndarray,
     log_prior: np.ndarray,
     out: np.ndarray,
+    correctness: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> float | None:
     """A Dawid-Skene E-step over all tasks of a store (base and tail, as
     :func:`store_votes` reads them) into ``out`` (n_tasks, K) float64, in parallel;
-    its log-likelihood, or None where the kernels do not run."""
+    its log-likelihood, or None where the kernels do not run. With ``correctness``
+    (one-coin's per-worker ``log_right`` and ``log_wrong``), one-coin's E-step
+    (``table`` is then not read)."""
     tail_task, tail_worker, tail_label = tail
     tail_pointer = np.zeros(1, dtype=np.int64)
     if len(tail_task):
@@ -394,6 +397,11 @@ def store_e_step(
         np.ascontiguousarray(table, dtype=np.float64),
         np.ascontiguousarray(log_prior, dtype=np.float64),
         out,
+        *(
+            (np.empty(0), np.empty(0))
+            if correctness is None
+            else (np.ascontiguousarray(v, dtype=np.float64) for v in correctness)
+        ),
     )
     calls = [(*args, int(bounds[r]), int(bounds[r + 1])) for r in range(len(bounds) - 1)]
     done = _run("store_e_range", calls)

@@ -397,7 +397,7 @@ def store_votes_range(
 @njit(**_OPTIONS)
 def store_e_range(
     pointer, worker, label, tail_pointer, tail_worker, tail_label, table, log_prior, probas,
-    first, last,
+    log_right, log_wrong, first, last,
 ):  # fmt: skip
     """Dawid-Skene E-step of tasks ``first..last-1`` of a store (a base sorted by task
     with its ``pointer``, a tail with its own): each task's scores summed over its
@@ -405,9 +405,13 @@ def store_e_range(
     their softmax into ``probas``, with the arithmetic of ``_numba_kernels``'
     ``ds_e_range`` (the same table rows added in the same order, the same vectorised
     exp and row sums), so the same posteriors without merging the annotations.
-    Returns the log-likelihood (logarithms of products of up to ``_LOG_GROUP`` row
-    sums)."""
+    With ``log_right`` and ``log_wrong`` (one per worker; ``table`` then only gives
+    K), the scores are one-coin's instead, with the arithmetic of
+    ``correctness_e_range`` (``base`` the sum of the wrong terms, each label's class
+    adding ``log_right - log_wrong``, then ``(score + base) + log_prior``). Returns
+    the log-likelihood (logarithms of products of up to ``_LOG_GROUP`` row sums)."""
     k = table.shape[1]
+    correctness = len(log_right) > 0
     n_base = len(pointer) - 1
     n_tail = len(tail_pointer) - 1
     rows = _TILE_ROWS
@@ -425,18 +429,33 @@ def store_e_range(
             row = tile[i]
             for c in range(k):
                 row[c] = 0.0
-            if t < n_base:
-                for a in range(pointer[t], pointer[t + 1]):
-                    source = table[np.int64(worker[a]) * k + label[a]]
-                    for c in range(k):
-                        row[c] += source[c]
-            if t < n_tail:
-                for a in range(tail_pointer[t], tail_pointer[t + 1]):
-                    source = table[np.int64(tail_worker[a]) * k + tail_label[a]]
-                    for c in range(k):
-                        row[c] += source[c]
-            for c in range(k):
-                row[c] += log_prior[c]
+            if correctness:
+                base = 0.0
+                if t < n_base:
+                    for a in range(pointer[t], pointer[t + 1]):
+                        wrong = log_wrong[worker[a]]
+                        base += wrong
+                        row[label[a]] += log_right[worker[a]] - wrong
+                if t < n_tail:
+                    for a in range(tail_pointer[t], tail_pointer[t + 1]):
+                        wrong = log_wrong[tail_worker[a]]
+                        base += wrong
+                        row[tail_label[a]] += log_right[tail_worker[a]] - wrong
+                for c in range(k):
+                    row[c] = (row[c] + base) + log_prior[c]
+            else:
+                if t < n_base:
+                    for a in range(pointer[t], pointer[t + 1]):
+                        source = table[np.int64(worker[a]) * k + label[a]]
+                        for c in range(k):
+                            row[c] += source[c]
+                if t < n_tail:
+                    for a in range(tail_pointer[t], tail_pointer[t + 1]):
+                        source = table[np.int64(tail_worker[a]) * k + tail_label[a]]
+                        for c in range(k):
+                            row[c] += source[c]
+                for c in range(k):
+                    row[c] += log_prior[c]
             shift = row[0]
             for c in range(1, k):
                 if row[c] > shift:
