@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+import crowdlearn.aggregation._incremental_kernels as _ik
 from crowdlearn.aggregation._blocks import Block, is_sorted, make_block, task_pointer
 from crowdlearn.data import CrowdData
 
@@ -98,13 +99,24 @@ class AnnotationStore:
             self._base = base
         return base
 
+    def data_base(self) -> CrowdData:
+        """The base's annotations as held (without the tail; sorted by task after
+        :meth:`sort`)."""
+        return self._base
+
     def sort(self) -> None:
         """Put the base in task order (once: the user's data may come in any order)."""
         if self.pointer is not None:
             return
         base = self._base
-        if is_sorted(base.task):
-            self.pointer = np.searchsorted(base.task, np.arange(base.n_tasks + 1))
+        if _ik.wanted(base.n_annotations):  # the check and the pointer in one pass
+            pointer = _ik.sorted_pointer(base.task, base.n_tasks)
+            if pointer is not None:
+                self.pointer = pointer
+                return
+        if is_sorted(base.task):  # counts per task, summed: one pass, no search
+            self.pointer = np.zeros(base.n_tasks + 1, dtype=np.int64)
+            np.cumsum(np.bincount(base.task, minlength=base.n_tasks), out=self.pointer[1:])
             return
         order = base.by_task.order
         self._base = base._replace(
@@ -133,13 +145,21 @@ class AnnotationStore:
 
     def cell_sums(self, values: np.ndarray, k: int) -> np.ndarray:
         """Per task, the sum over its annotations of ``values[worker * K + label]``
-        (float64, all tasks): a pass over the tail, and over the base a bincount the
-        first time, then one sparse product with its design (built on the second call,
-        then kept: sequences of updates amortise it, a single one does not pay it)."""
+        (float64, all tasks): a pass over the tail, and over the base one parallel
+        pass of a compiled kernel (:func:`_incremental_kernels.cell_sums`) where the
+        kernels run, else a bincount the first time, then one sparse product with its
+        design (built on the second call, then kept: sequences of updates amortise it,
+        a single one does not pay it)."""
         self.sort()
         self.bounds += 1
-        if self.design is None and self.bounds == 1:
-            base = self._base
+        base = self._base
+        sums = np.empty(self.n_tasks, dtype=np.float64)
+        held = len(self.pointer) - 1
+        sums[held:] = 0.0
+        fused = None
+        if _ik.wanted(self.n_annotations):  # one parallel pass, no design
+            fused = _ik.cell_sums(self.pointer, base.worker, base.label, values, k, sums[:held])
+        if fused is None and self.design is None and self.bounds == 1:
             table = np.asarray(values, dtype=np.float64).reshape(-1, k)
             if (table == table[:, :1]).all():  # one value per worker (one-coin)
                 weights = table[:, 0][base.worker]
@@ -148,10 +168,10 @@ class AnnotationStore:
             # the base is in task order: one segment sum per task with annotations
             starts = self.pointer[:-1]
             filled = np.flatnonzero(np.diff(self.pointer) > 0)
-            sums = np.zeros(self.n_tasks, dtype=np.float64)
+            sums[:] = 0.0
             if len(filled):
                 sums[filled] = np.add.reduceat(weights, starts[filled])
-        else:
+        elif fused is None:
             sums = self._design_sums(values, k)
         tail_task, tail_worker, tail_label = self.tail
         if len(tail_task):
@@ -202,6 +222,21 @@ class AnnotationStore:
         tail_task = self.tail[0]
         tail_start = np.searchsorted(tail_task, tasks, side="left")
         tail_stop = np.searchsorted(tail_task, tasks, side="right")
+        everything = len(tasks) == self.n_tasks
+        if _ik.wanted(self.n_annotations):  # one pass, no index temporaries
+            none = np.zeros(len(tasks), dtype=np.int64)
+            empty = none[:0].astype(np.int32)
+            fused = _ik.gather(
+                (base_start, base_stop, self._base.worker, self._base.label),
+                (tail_start, tail_stop, self.tail[1], self.tail[2]),
+                (none, none, empty, empty),
+                None,
+            )
+            if fused is not None:
+                local, worker, label = fused[:3]
+                if everything and len(local) == self.n_annotations:
+                    return tasks.astype(np.int32)[local], worker, label
+                return local, worker, label
         n_base, n_tail = base_stop - base_start, tail_stop - tail_start
         offsets = np.zeros(len(tasks), dtype=np.int64)
         np.cumsum((n_base + n_tail)[:-1], out=offsets[1:])
@@ -218,7 +253,7 @@ class AnnotationStore:
             rows = _ranges(tail_start, tail_stop)
             worker[at_tail] = self.tail[1][rows]
             label[at_tail] = self.tail[2][rows]
-        if len(tasks) == self.n_tasks and total == self.n_annotations:
+        if everything and total == self.n_annotations:
             return tasks.astype(np.int32)[local], worker, label  # everything: global codes
         return local, worker, label
 

@@ -11,6 +11,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+import crowdlearn.aggregation._incremental_kernels as _ik
 import crowdlearn.aggregation._kernels as _kernels
 from crowdlearn._bounds import check_params
 from crowdlearn._progress import progress_bar
@@ -353,8 +354,12 @@ def break_ties_rows(
             generator.bit_generator.advance(row * k)  # one 64-bit draw per double
             keys[slot] = generator.random(k)
     else:
-        keys = np.random.default_rng(random_state).random((int(tied_rows.max()) + 1, k))
-        keys = keys[tied_rows]
+        keys = None
+        if _ik.wanted((int(tied_rows.max()) + 1) * k):  # by jump-ahead: no other rows
+            keys = _ik.row_keys(random_state, tied_rows, k)
+        if keys is None:
+            keys = np.random.default_rng(random_state).random((int(tied_rows.max()) + 1, k))
+            keys = keys[tied_rows]
     is_max = scores[tied] >= best - 1e-12  # as in break_ties
     labels[tied] = np.where(is_max, keys, -1.0).argmax(axis=1)
     return labels

@@ -21,7 +21,8 @@ learned state. ``partial_fit(new)``
 
    * vote counts (:class:`VoteCountMixin`): the new votes are added, O(new);
    * refit on the merged data (:class:`RefitMixin`, cheap single-pass methods such as
-     Wawa): exact by construction;
+     TwoThird): exact by construction; Wawa keeps its vote and agreement counts and
+     makes one weighted pass over the held and new annotations (``Wawa``);
    * incremental EM (:class:`IncrementalEMMixin`, Dawid-Skene and one-coin), after
      Neal & Hinton (1998): the M-step's sufficient statistics are sums of per-task
      contributions; the contributions of the tasks that received annotations are
@@ -30,9 +31,10 @@ learned state. ``partial_fit(new)``
      (``refresh=0``: only the tasks whose label may change, see
      :mod:`crowdlearn.aggregation._incremental_em`).
 
-A batch that holds more than :data:`REFIT_SHARE` (5 %) of all the annotations after
-it is a refit instead: the annotations are merged (with the same checks) and ``fit``
-runs on all of them, so the result is that of a plain fit of all annotations and the
+A batch that holds more than :data:`REFIT_SHARE` (10 %; :data:`VOTE_REFIT_SHARE`, 5 %,
+for the vote counts) of all the annotations after it is a refit instead: the
+annotations are merged (with the same checks) and ``fit`` runs on all of them, so
+the result is that of a plain fit of all annotations and the
 update never costs more than one (an update exists to spare a refit the small
 batches of a campaign; on a large batch it brings nothing, see
 ``docs/architecture.md``).
@@ -50,6 +52,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+import crowdlearn.aggregation._incremental_kernels as _ik
 from crowdlearn.aggregation._annotation_store import AnnotationStore, _interleave
 from crowdlearn.aggregation._base import _as_crowd_data, break_ties, break_ties_rows
 from crowdlearn.aggregation._blocks import (
@@ -274,23 +277,39 @@ def merge_annotations(
     new_worker = new_worker_codes[new.worker[order]].astype(np.int32)
     new_label = new_class_codes[new.label[order]].astype(np.int32)
 
-    touched = np.unique(new_task).astype(np.int64)
-    _refuse_repeated_pairs(
-        pointer, old_worker, touched, new_task, new_worker, n_workers, task_ids, worker_ids
-    )
-    old_counts = pointer[touched + 1] - pointer[touched]
-    new_counts = np.bincount(np.searchsorted(touched, new_task), minlength=len(touched))
+    fused = None
+    if _ik.wanted(old.n_annotations + new.n_annotations):
+        fused = _fused_merge_block(
+            pointer, old_worker, old_label, new_task, new_worker, new_label, n_workers
+        )
+    touched_block = None
+    if fused is not None:  # the touched tasks' block and the pair check in one pass
+        touched, new_counts, block_parts, repeated, first_repeated = fused
+        if repeated:
+            _repeated_pairs_error(
+                repeated, touched, new_task[first_repeated], new_worker[first_repeated],
+                task_ids, worker_ids,
+            )  # fmt: skip
+        local, block_worker, block_label, is_new = block_parts
+        touched_block = make_block(0, len(touched), local, block_worker, block_label)
+    else:
+        touched = np.unique(new_task).astype(np.int64)
+        _refuse_repeated_pairs(
+            pointer, old_worker, touched, new_task, new_worker, n_workers, task_ids, worker_ids
+        )
+        new_counts = np.bincount(np.searchsorted(touched, new_task), minlength=len(touched))
+        old_counts = pointer[touched + 1] - pointer[touched]
+        # Rows of the touched tasks in the merged data: the old ones, then the new ones.
+        sizes = np.ravel([old_counts, new_counts], order="F")
+        is_new = np.repeat(np.tile([False, True], len(touched)), sizes)
 
     # New rows go after the old rows of their task: one pass over each code array.
     slots = pointer[new_task.astype(np.int64) + 1]
-    at = slots + np.arange(len(new_task))
-    keep = np.ones(len(old_task) + len(new_task), dtype=bool)
-    keep[at] = False
     merged = CrowdData.__new__(CrowdData)
     merged._set(
-        task=_interleave(old_task, new_task, keep, at),
-        worker=_interleave(old_worker, new_worker, keep, at),
-        label=_interleave(old_label, new_label, keep, at),
+        task=_inserted(old_task, new_task, slots, fused is not None),
+        worker=_inserted(old_worker, new_worker, slots, fused is not None),
+        label=_inserted(old_label, new_label, slots, fused is not None),
         task_ids=task_ids,
         worker_ids=worker_ids,
         classes=classes,
@@ -303,9 +322,6 @@ def merge_annotations(
     counts = np.diff(pointer)
     counts[touched] += new_counts
     pointer[1:] = np.cumsum(counts)
-    # Rows of the touched tasks in the merged data: the old ones, then the new ones.
-    sizes = np.ravel([old_counts, new_counts], order="F")
-    is_new = np.repeat(np.tile([False, True], len(touched)), sizes)
     return Merge(
         store=AnnotationStore(merged, pointer),
         task_map=task_map,
@@ -317,7 +333,52 @@ def merge_annotations(
         n_new_tasks=len(fresh_tasks),
         n_new_workers=len(fresh_workers),
         n_new_classes=len(fresh_classes),
+        touched_block=touched_block,
     )
+
+
+def _inserted(old: np.ndarray, new: np.ndarray, slots: np.ndarray, compiled: bool) -> np.ndarray:
+    """``old`` with ``new[j]`` before ``old[slots[j]]`` (int32): by the compiled pass
+    when ``compiled`` (:func:`_incremental_kernels.interleave`), else a mask."""
+    if compiled:
+        out = _ik.interleave(old, new, slots)
+        if out is not None:
+            return out
+    at = slots + np.arange(len(new))
+    keep = np.ones(len(old) + len(new), dtype=bool)
+    keep[at] = False
+    return _interleave(old, new, keep, at)
+
+
+def _fused_merge_block(
+    pointer: np.ndarray,
+    old_worker: np.ndarray,
+    old_label: np.ndarray,
+    new_task: np.ndarray,
+    new_worker: np.ndarray,
+    new_label: np.ndarray,
+    n_workers: int,
+) -> tuple[Any, ...] | None:
+    """For :func:`merge_annotations` (new rows sorted by task, ``pointer`` the old
+    rows' in the merged codes): the touched tasks, their new rows' counts, their block
+    (local codes, workers, labels, ``is_new``) and the count and first index of the
+    new rows that repeat a held pair, by one compiled pass; None where it cannot run."""
+    first = np.ones(len(new_task), dtype=bool)
+    np.not_equal(new_task[1:], new_task[:-1], out=first[1:])
+    touched = new_task[first].astype(np.int64)
+    new_start = np.flatnonzero(first)
+    new_stop = np.append(new_start[1:], len(new_task))
+    none = np.zeros(len(touched), dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int32)
+    fused = _ik.gather(
+        (pointer[touched], pointer[touched + 1], old_worker, old_label),
+        (none, none, empty, empty),
+        (new_start, new_stop, new_worker, new_label),
+        n_workers,
+    )
+    if fused is None:
+        return None
+    return touched, new_stop - new_start, fused[:4], fused[4], fused[5]
 
 
 def _is_identity(mapping: np.ndarray) -> bool:
@@ -380,12 +441,62 @@ def _refuse_held_pairs(
     repeated = np.flatnonzero(found)
     if len(repeated):
         first = repeated[0]
-        raise CrowdDataError(
-            f"{len(repeated)} new annotation(s) repeat a (task, worker) pair already held, "
-            f"e.g. task {plain(task_ids[touched[new_local[first]]])} by worker "
-            f"{plain(worker_ids[new_worker[first]])}; send only the annotations that arrived "
-            "since the last update"
-        )
+        _repeated_pairs_error(
+            len(repeated), touched, touched[new_local[first]], new_worker[first], task_ids,
+            worker_ids,
+        )  # fmt: skip
+
+
+def _repeated_pairs_error(
+    count: int,
+    touched: np.ndarray,
+    task: int,
+    worker: int,
+    task_ids: np.ndarray,
+    worker_ids: np.ndarray,
+) -> None:
+    """The CrowdDataError of ``count`` new annotations that repeat a held (task,
+    worker) pair, the first of them on task code ``task`` by worker code ``worker``."""
+    raise CrowdDataError(
+        f"{count} new annotation(s) repeat a (task, worker) pair already held, "
+        f"e.g. task {plain(task_ids[task])} by worker "
+        f"{plain(worker_ids[worker])}; send only the annotations that arrived "
+        "since the last update"
+    )
+
+
+def _fused_touched_block(
+    store: AnnotationStore,
+    touched: np.ndarray,
+    first: np.ndarray,
+    new_worker: np.ndarray,
+    new_label: np.ndarray,
+    n_workers: int,
+) -> tuple[np.ndarray, ...] | None:
+    """The touched tasks' block (each task's held rows, then its new ones: local
+    codes, workers, labels, ``is_new``) and the count and first index of the new rows
+    that repeat a held (task, worker) pair, in one compiled pass
+    (:func:`_incremental_kernels.gather`); None where the kernels do not run.
+    ``first`` marks the first new row of each touched task (new rows sorted by task)."""
+    store.sort()
+    n_held = len(store.pointer) - 1
+    inside = np.minimum(touched, n_held)
+    base_start = store.pointer[inside]
+    base_stop = np.where(
+        touched < n_held, store.pointer[np.minimum(touched + 1, n_held)], base_start
+    )
+    tail_task = store.tail[0]
+    tail_start = np.searchsorted(tail_task, touched, side="left")
+    tail_stop = np.searchsorted(tail_task, touched, side="right")
+    new_start = np.flatnonzero(first)
+    new_stop = np.append(new_start[1:], len(first))
+    base = store.data_base()
+    return _ik.gather(
+        (base_start, base_stop, base.worker, base.label),
+        (tail_start, tail_stop, store.tail[1], store.tail[2]),
+        (new_start, new_stop, new_worker, new_label),
+        n_workers,
+    )
 
 
 def _merged_truth(
@@ -493,26 +604,38 @@ def append_annotations(
     first = np.ones(len(new_task), dtype=bool)  # new_task is sorted: no hash table
     np.not_equal(new_task[1:], new_task[:-1], out=first[1:])
     touched = new_task[first].astype(np.int64)
-    held_local, held_worker, held_label = store.rows_of(touched)
-    new_local = np.searchsorted(touched, new_task).astype(np.int32)
-    _refuse_held_pairs(
-        touched, held_local, held_worker, new_local, new_worker, n_workers, task_ids, worker_ids
-    )
-    # the touched tasks' block: each task's held rows, then its new ones
-    at_held, at_new = _grouped_positions(len(touched), held_local, new_local)
-    size = len(held_local) + len(new_local)
-    is_new = np.zeros(size, dtype=bool)
-    is_new[at_new] = True
-    local = np.empty(size, dtype=np.int32)
-    worker = np.empty(size, dtype=np.int32)
-    label = np.empty(size, dtype=np.int32)
-    for out, held, fresh in (
-        (local, held_local, new_local),
-        (worker, held_worker, new_worker),
-        (label, held_label, new_label),
-    ):
-        out[at_held] = held
-        out[at_new] = fresh
+    fused = None
+    if _ik.wanted(store.n_annotations):
+        fused = _fused_touched_block(store, touched, first, new_worker, new_label, n_workers)
+    if fused is not None:  # the block and the check in one pass
+        local, worker, label, is_new, repeated, first_repeated = fused
+        if repeated:
+            _repeated_pairs_error(
+                repeated, touched, new_task[first_repeated], new_worker[first_repeated],
+                task_ids, worker_ids,
+            )  # fmt: skip
+    else:
+        held_local, held_worker, held_label = store.rows_of(touched)
+        new_local = np.searchsorted(touched, new_task).astype(np.int32)
+        _refuse_held_pairs(
+            touched, held_local, held_worker, new_local, new_worker, n_workers, task_ids,
+            worker_ids,
+        )  # fmt: skip
+        # the touched tasks' block: each task's held rows, then its new ones
+        at_held, at_new = _grouped_positions(len(touched), held_local, new_local)
+        size = len(held_local) + len(new_local)
+        is_new = np.zeros(size, dtype=bool)
+        is_new[at_new] = True
+        local = np.empty(size, dtype=np.int32)
+        worker = np.empty(size, dtype=np.int32)
+        label = np.empty(size, dtype=np.int32)
+        for out, held, fresh in (
+            (local, held_local, new_local),
+            (worker, held_worker, new_worker),
+            (label, held_label, new_label),
+        ):
+            out[at_held] = held
+            out[at_new] = fresh
     truth = store.truth
     if truth is not None or new.truth is not None:
         truth = np.full(n_tasks, -1, dtype=np.int32)
@@ -541,13 +664,28 @@ def append_annotations(
 
 
 #: A batch holding more than this share of all annotations (held + new) is a refit on
-#: all of them (:meth:`IncrementalMixin.partial_fit`). Measured (state of 50k
-#: annotations, in-process, refit timed with building its CrowdData): below it an
-#: update costs 0.2-0.5 of a refit (ds, mv, glad); from a batch the size of the
-#: state on, 0.4-1.3 (glad's own update is then no cheaper than its fit), and the
-#: EM methods already refit their parameters past 5 % (incremental EM is made for
-#: batches that move them little).
-REFIT_SHARE = 0.05
+#: all of them (:meth:`IncrementalMixin.partial_fit`): where an update stops being
+#: cheaper than a refit. Measured by ``python benchmarks/speed/_refit_share.py
+#: --sizes 50000 2000000 --repeats 3`` (one process, both thresholds lifted; machine
+#: shared by three agents, 2026-11-27). Update / fit of all annotations: at 50k (NumPy
+#: path) Dawid-Skene 0.46-0.78 up to 5 %, 0.69-0.90 at 10 %, 1.27-1.31 at 19 %;
+#: one-coin 0.13-0.44 up to 10 %, 0.78-0.82 at 19 %; GLAD 0.29-0.73 up to 10 %; at 2M
+#: (compiled kernels) Dawid-Skene 0.11-0.31 up to 5 %, 0.48-0.49 at 10 %, 0.84-1.12 at
+#: 19 %; one-coin 0.20-0.48 up to 5 %, 0.69-0.85 at 10 %, 1.47-2.08 at 19 %. Against
+#: the refit path itself (``refit_path_s``: the merge, then a fit) the EM updates are
+#: cheaper up to 10 % at both sizes and about equal at 19 % (GLAD at 50k: equal at
+#: 10 %), Wawa up to 10 % at 50k and 2M (and at 10M: ``--sizes 10000000 --repeats 2
+#: --shares 0.01 0.05 0.1 --methods mv wawa``, 0.46 s against 0.48 s at 10 %). The
+#: crossing is at 10-20 % on both sizes, so one share, not size-dependent.
+REFIT_SHARE = 0.1
+
+#: The same for the vote counts (majority vote, naive soft labels): their update reads
+#: every touched task's rows and breaks their ties again, which past a few percent
+#: costs more than the refit path's merge and one counting pass. The same commands'
+#: update against ``refit_path_s``, majority vote: at 2M 0.012 s / 0.027 s at 1 %,
+#: 0.027 / 0.026 at 5 %, 0.058 / 0.033 at 10 %; at 10M 0.062 / 0.132, 0.139 / 0.155,
+#: 0.344 / 0.237; at 50k the crossing is between 2 and 5 %.
+VOTE_REFIT_SHARE = 0.05
 
 
 class IncrementalMixin:
@@ -596,6 +734,10 @@ class IncrementalMixin:
     def _after_fit(self) -> None:
         """Hook: what a subclass records after a fit (or a refit within an update)."""
 
+    def _refit_share(self) -> float:
+        """The batch share past which an update is a refit (:data:`REFIT_SHARE`)."""
+        return REFIT_SHARE
+
     def _appends(self, refresh: int) -> bool:
         """Whether an update with this ``refresh`` may append to the store (it does not
         need all annotations as one CrowdData)."""
@@ -629,7 +771,9 @@ class IncrementalMixin:
         After the call every fitted attribute describes all annotations so far;
         ``crowd_`` holds them and ``last_update_`` says what was added and how long
         the update took. With ``refresh=0``, ``probas_`` and ``labels_`` may be
-        updated in place (arrays read from them before the call can change).
+        updated in place (arrays read from them before the call can change), as may
+        the vote counts' ``vote_counts_``, ``probas_`` and ``labels_`` (majority
+        vote, naive soft labels) whatever ``refresh``.
         """
         if not 0 <= int(refresh) == refresh:
             raise ValueError(f"refresh must be a non-negative integer, got {refresh!r}")
@@ -656,13 +800,13 @@ class IncrementalMixin:
             }
             return self
         store = self._store
-        if crowd.n_annotations > REFIT_SHARE * (store.n_annotations + crowd.n_annotations):
+        if crowd.n_annotations > self._refit_share() * (store.n_annotations + crowd.n_annotations):
             return self._refit_with(crowd, new_classes, start)
         merge = None
         if self._appends(int(refresh)):
             merge = append_annotations(store, crowd, new_classes)
         if merge is None:
-            merge = merge_annotations(store.data(), crowd, new_classes, old_pointer=store.pointer)
+            merge = _merged(store, crowd, new_classes)
         self._refresh = int(refresh)
         self._changed: np.ndarray | None = None
         self._partial_update(merge)
@@ -676,11 +820,16 @@ class IncrementalMixin:
             else:  # held tasks moved: their labels move with them
                 labels = np.empty(merge.n_tasks, dtype=self.labels_.dtype)
                 labels[merge.task_map] = self.labels_
-            labels[changed] = break_ties_rows(
-                self.probas_[changed],
-                changed,
-                self.tie_break,  # type: ignore[attr-defined]
-                self.random_state,  # type: ignore[attr-defined]
+            known = self.__dict__.pop("_changed_labels", None)  # set by the update
+            labels[changed] = (
+                known
+                if known is not None
+                else break_ties_rows(
+                    self.probas_[changed],
+                    changed,
+                    self.tie_break,  # type: ignore[attr-defined]
+                    self.random_state,  # type: ignore[attr-defined]
+                )
             )
             self.labels_ = labels
         self.classes_ = merge.store.classes
@@ -699,8 +848,7 @@ class IncrementalMixin:
 
     def _refit_with(self, crowd: CrowdData, new_classes: bool, start: float) -> Any:
         """A large batch: merge it in (the usual checks) and fit on all annotations."""
-        store = self._store
-        merge = merge_annotations(store.data(), crowd, new_classes, old_pointer=store.pointer)
+        merge = _merged(self._store, crowd, new_classes)
         self.fit(merge.data)
         self.last_update_ = {
             "n_new": merge.n_new,
@@ -714,6 +862,14 @@ class IncrementalMixin:
 
     def _partial_update(self, merge: Merge) -> None:
         raise NotImplementedError
+
+
+def _merged(store: AnnotationStore, crowd: CrowdData, new_classes: bool) -> Merge:
+    """:func:`merge_annotations` of the store's annotations and ``crowd`` (the store's
+    task pointer found first by the compiled pass where the kernels run)."""
+    if store.pointer is None and _ik.wanted(store.n_annotations):
+        store.sort()
+    return merge_annotations(store.data(), crowd, new_classes, old_pointer=store.pointer)
 
 
 def _grown(values: np.ndarray, n_rows: int) -> np.ndarray:
@@ -749,21 +905,60 @@ class RefitMixin(IncrementalMixin):
 
 
 class VoteCountMixin(IncrementalMixin):
-    """Incremental vote counts: the held (n_tasks, K) counts get the new votes, O(new)
-    plus the copy into the merged task and class codes; exact."""
+    """Incremental vote counts: the held (n_tasks, K) counts get the new votes; exact.
+
+    When no held code moves (the new ids sort after the held ones, no new class), the
+    new annotations are appended to the store (no pass over the held ones) and only
+    the touched tasks' rows of ``vote_counts_``, ``probas_`` and ``labels_`` are
+    rewritten, in place (O(new), plus a copy into a larger buffer when new tasks
+    outgrow it): a refit of a vote count costs one pass over all annotations, which an
+    update must not. Otherwise the counts move to the merged codes and every task's
+    row is derived again (O(tasks))."""
 
     state_attributes = ("vote_counts_",)
 
+    def _appends(self, refresh: int) -> bool:
+        return True
+
+    def _refit_share(self) -> float:
+        return VOTE_REFIT_SHARE
+
     def _partial_update(self, merge: Merge) -> None:
-        data = merge.data
-        counts = remap_table(self.vote_counts_, merge)
         block = merge.block()
         new = merge.is_new
-        np.add.at(counts, (merge.touched[block.task[new]], block.label[new]), 1)
+        rows, labels = merge.touched[block.task[new]], block.label[new]
+        held = len(merge.class_map) == merge.n_classes and _is_identity(merge.task_map)
+        if held and len(self.probas_) == len(self.vote_counts_):
+            n_old = len(self.vote_counts_)
+            counts = _grown(self.vote_counts_, merge.n_tasks)
+            counts[n_old:] = 0
+            touched = merge.touched
+            k = merge.n_classes  # the block's new votes per touched task and class
+            cells = block.task[new].astype(np.int64) * k + labels
+            added = np.bincount(cells, minlength=len(touched) * k)
+            counts[touched] += added.reshape(len(touched), k).astype(counts.dtype)
+            probas = _grown(self.probas_, merge.n_tasks)
+            probas[touched], self._changed_labels = self._rows_from_counts(
+                counts[touched], touched
+            )
+            self.vote_counts_, self.probas_ = counts, probas
+            self._changed = touched  # the other tasks' rows and labels are unchanged
+            return
+        data = merge.data
+        counts = remap_table(self.vote_counts_, merge)
+        np.add.at(counts, (rows, labels), 1)
         self.vote_counts_ = counts
         self._from_counts(data)
 
     vote_counts_: np.ndarray
 
     def _from_counts(self, data: CrowdData) -> None:
+        raise NotImplementedError
+
+    def _rows_from_counts(
+        self, counts: np.ndarray, rows: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """The ``probas_`` rows ``rows`` of the tasks with these vote counts (what
+        :meth:`_from_counts` gives them), and their labels when known (else None:
+        derived from the rows)."""
         raise NotImplementedError

@@ -39,7 +39,7 @@ move much), the exact ``B_i`` of all tasks is one sparse product with the base's
 posteriors under the current parameters (after a fit without gold, or a full
 E-step), else every task is recomputed once.
 
-A batch of more than :data:`LARGE_BATCH` (5 %) of all annotations is a refit on the
+A batch of more than :data:`LARGE_BATCH` (10 %) of all annotations is a refit on the
 merged annotations instead (the refit's result; the merge still saves re-reading).
 
 Each local iteration costs O(touched annotations + n_workers K^2); the update as a
@@ -57,6 +57,7 @@ import time
 import numpy as np
 import pandas as pd
 
+import crowdlearn.aggregation._incremental_kernels as _ik
 from crowdlearn.aggregation._blocks import Block, block_vote_counts, frequencies
 from crowdlearn.aggregation._design import normalise_log, one_hot_argmax
 from crowdlearn.aggregation._incremental import (
@@ -69,11 +70,15 @@ from crowdlearn.aggregation._incremental import (
 )
 from crowdlearn.data import CrowdData
 
-#: A batch of more than this share of all annotations is a refit on all of them:
-#: incremental EM's approximation is made for batches that move the parameters
-#: little, and a warm start from a small crowd's model can end in a worse local
-#: optimum than EM from the votes.
-LARGE_BATCH = 0.05
+#: A batch of more than this share of all annotations is a refit on all of them: past
+#: it an update is no cheaper than a refit (measured with ``REFIT_SHARE``, whose
+#: comment in :mod:`crowdlearn.aggregation._incremental` gives the command and the
+#: ratios: the crossing is at 10-20 % at 50k and 2M annotations), and incremental EM's
+#: approximation is made for batches that move the parameters little (a warm start
+#: from a small crowd's model can end in a worse local optimum than EM from the votes;
+#: the same run's labels equal to the refit's: Dawid-Skene at 2M 99.6 % at 5 %, 99.4 %
+#: at 10 %; at 50k, 4,000 workers with about 12 labels each, 96.9 % and 95.4 %).
+LARGE_BATCH = 0.1
 
 
 class IncrementalEMMixin(IncrementalMixin):
@@ -114,7 +119,62 @@ class IncrementalEMMixin(IncrementalMixin):
                 store.design = design  # the base's design, kept for the label bound
 
     def _appends(self, refresh: int) -> bool:
-        return refresh == 0
+        return refresh == 0 or (refresh == 1 and self._store_e_step_applies())
+
+    def _store_e_step_applies(self) -> bool:
+        """Whether a ``refresh=1`` update's E-step over all tasks can read the store
+        as it is (:meth:`_store_e_step`): Dawid-Skene, soft EM, no gold, float64, not
+        chunked, on the compiled kernels; one-coin too (:meth:`_store_scores`)."""
+        store = self.__dict__.get("_store")
+        return (
+            self._store_scores() is not None
+            and store is not None
+            and not getattr(self, "hard", False)
+            and getattr(self, "_gold", None) is None
+            and getattr(self, "chunk_size", None) is None
+            and self.probas_.dtype == np.float64
+            and _ik.wanted(store.n_annotations)
+        )
+
+    def _store_scores(
+        self,
+    ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None] | None:
+        """What :meth:`_store_e_step` scores with, as the fit's compiled E-step does:
+        (log prior, the (workers * K, K) log table, None) for Dawid-Skene; a subclass
+        whose E-step scores otherwise gives its own (one-coin: the per-worker log
+        terms as third item) or None (no E-step over the store)."""
+        if not self._design_statistics:
+            return None
+        log_prior, table = self._log_tables()
+        return log_prior, table, None
+
+    def _store_e_step(self, merge: Merge) -> float | None:
+        """The E-step over all tasks of ``refresh=1`` by one compiled pass over the
+        store's base and tail (:func:`_incremental_kernels.store_e_step`), so that the
+        new annotations need not be merged into the held ones: the posteriors of
+        Dawid-Skene's fused E-step on the merged annotations (the same arithmetic in
+        the same row order). Sets ``probas_`` (with spare rows, as a fit leaves);
+        returns the objective (log-likelihood per annotation), None where it cannot
+        run."""
+        store = merge.store
+        store.sort()
+        scores = self._store_scores()
+        assert scores is not None
+        log_prior, table, correctness = scores
+        n_tasks = merge.n_tasks
+        out = np.empty((n_tasks + n_tasks // 4, merge.n_classes))[:n_tasks]
+        base = store.data_base()
+        total = _ik.store_e_step(
+            store.pointer, base.worker, base.label, store.tail, table, log_prior, out,
+            correctness,
+        )  # fmt: skip
+        if total is None:
+            return None
+        self.probas_ = out
+        # as after the merge of the path it replaces: no design of the base is kept
+        store.design = None
+        self._blocks = self._designs = None  # the held ones describe the old data
+        return total / merge.n_annotations
 
     def _partial_update(self, merge: Merge) -> None:
         if merge.n_new > LARGE_BATCH * merge.n_annotations:
@@ -146,10 +206,13 @@ class IncrementalEMMixin(IncrementalMixin):
         iterations = 0
         converged = False
         margins = np.zeros(0)
+        part = None
         for iterations in range(1, self.max_iter + 1):  # noqa: B007
-            part = self._block_statistics(block, local, n_workers)
+            if part is None:
+                part = self._block_statistics(block, local, n_workers)
             self._set_statistics(tuple(a + b for a, b in zip(fixed, part, strict=True)), n_workers)
-            local, likelihood, margins = self._block_posteriors(block)
+            # the next iteration's sums come with the E-step where a kernel adds them
+            local, likelihood, margins, part = self._local_posteriors(block)
             objective = likelihood / max(len(block.task), 1)
             if abs(objective - previous) < self.tol:
                 converged = True
@@ -157,7 +220,14 @@ class IncrementalEMMixin(IncrementalMixin):
             previous = objective
 
         rows = []
-        if refresh >= 1:
+        objective = None
+        if refresh == 1 and self._store_e_step_applies():
+            objective = self._store_e_step(merge)
+        if objective is not None:  # the E-step over all tasks without a merge
+            rows.append((iterations, objective))
+            self._margins = None
+            self._probas_exact = True
+        elif refresh >= 1:
             data = merge.data
             self._prepare(data, merge.pointer)
             self.probas_ = np.empty((data.n_tasks, k), dtype=dtype)
@@ -180,15 +250,54 @@ class IncrementalEMMixin(IncrementalMixin):
         self.n_iter_ = iterations
         self._append_history(rows, time.perf_counter() - start)
 
+    #: The statistics of ``_block_statistics`` are Dawid-Skene's (confusion counts by
+    #: (worker, label) and class totals): the local E-step's kernel can sum them too.
+    _design_statistics: bool = False
+
+    def _local_posteriors(
+        self, block: Block
+    ) -> tuple[np.ndarray, float, np.ndarray, tuple[np.ndarray, ...] | None]:
+        """:meth:`_block_posteriors` of the local EM's block and, when its compiled
+        E-step adds them in the same pass (Dawid-Skene, soft EM), the next M-step's
+        statistics of the posteriors it writes (else None)."""
+        lone = getattr(self, "lone_labels", None)
+        if self._design_statistics and not getattr(self, "hard", False):
+            fused = self._fused_posteriors(block, "vote" if lone == "vote" else "em")
+            if fused is not None:
+                return fused
+        return (*self._block_posteriors(block), None)
+
     def _block_posteriors(self, block: Block) -> tuple[np.ndarray, float, np.ndarray]:
         """E-step of a block: posteriors, log-likelihood and the log-odds margins (the
         top class against the next) of its tasks."""
-        scores = self._block_log_scores(block)
-        margins = top_margins(scores)
-        probas, log_norm = normalise_log(scores)
+        fused = self._fused_posteriors(block)
+        if fused is not None:
+            probas, likelihood, margins, _ = fused
+        else:
+            scores = self._block_log_scores(block)
+            margins = top_margins(scores)
+            probas, log_norm = normalise_log(scores)
+            likelihood = float(log_norm.sum())
         if getattr(self, "hard", False):
             probas = one_hot_argmax(probas)
-        return probas, float(log_norm.sum()), margins
+        return probas, likelihood, margins
+
+    def _fused_posteriors(
+        self, block: Block, statistics: str | None = None
+    ) -> tuple[np.ndarray, float, np.ndarray, tuple[np.ndarray, ...] | None] | None:
+        """:meth:`_block_posteriors`' scores, margins and softmax in one compiled pass
+        over the block from :meth:`_log_tables` (float64 models on data large enough
+        for the kernels, see :func:`_incremental_kernels.wanted`), with Dawid-Skene's
+        statistics when ``statistics`` names its ``lone_labels``; None otherwise."""
+        store = self.__dict__.get("_store")
+        if self.probas_.dtype != np.float64 or store is None:
+            return None
+        if not _ik.wanted(store.n_annotations):
+            return None
+        log_prior, table = self._log_tables()
+        k = table.shape[1]
+        columns = block.worker.astype(np.int64) * k + block.label
+        return _ik.local_e_step(block.indptr, columns, table, log_prior, statistics)
 
     def _settle(
         self,
@@ -203,15 +312,13 @@ class IncrementalEMMixin(IncrementalMixin):
         Sets ``probas_`` (in place when no task is new), ``_margins`` and
         ``_changed`` (the recomputed task codes, whose labels are re-derived).
         """
-        n_tasks, k = merge.n_tasks, merge.n_classes
+        k = merge.n_classes
         eps = MARGIN_SLACK[np.dtype(self.probas_.dtype).name]
-        margins = self._held_margins(merge)
         # Bound on the change of any task's log-odds: c0 from the prior, r per
         # (worker, label) row (new workers: 0, their rows are all in touched tasks).
         prior_before, table_before = before
         prior_after, table_after = self._log_tables()
         if merge.n_new_classes:
-            margins[:] = -np.inf  # every task gains a class: recompute all
             c0, spread = 0.0, np.zeros(len(table_after))
         else:
             held = _remap_table_rows(table_before, merge.worker_map, table_after)
@@ -219,9 +326,40 @@ class IncrementalEMMixin(IncrementalMixin):
             spread = delta.max(axis=1) - delta.min(axis=1) if k else np.zeros(len(delta))
             shift = prior_after - prior_before
             c0 = float(shift.max() - shift.min()) if k else 0.0
+        fused = None
+        chunked = getattr(self, "chunk_size", None) is not None
+        if not chunked and not merge.n_new_classes:
+            fused = self._fused_bound(merge, spread, c0, eps)
+        if fused is not None:  # held margins, exact bound and test in one pass
+            margins, unsure = fused
+            unsure[merge.touched] = False
+            recompute = [np.flatnonzero(unsure)]
+        else:
+            margins, recompute = self._bound(merge, spread, c0, eps, chunked)
+        extra = np.sort(np.concatenate(recompute))
+        probas = self._grown_probas(merge)
+        probas[merge.touched] = local
+        margins[merge.touched] = local_margins
+        if len(extra):
+            posteriors, _, extra_margins = self._block_posteriors(merge.store.block(extra))
+            probas[extra] = posteriors
+            margins[extra] = extra_margins
+        self.probas_ = probas
+        self._margins = margins
+        self._probas_exact = False
+        self._changed = np.sort(np.concatenate([merge.touched, extra]))  # disjoint
+
+    def _bound(
+        self, merge: Merge, spread: np.ndarray, c0: float, eps: float, chunked: bool
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """:meth:`_settle`'s margins lowered by the bound, and the tasks to recompute
+        (NumPy passes; :meth:`_fused_bound` is the compiled one)."""
+        n_tasks, k = merge.n_tasks, merge.n_classes
+        margins = self._held_margins(merge)
+        if merge.n_new_classes:
+            margins[:] = -np.inf  # every task gains a class: recompute all
         largest = float(spread.max()) if len(spread) else 0.0
         store = merge.store
-        chunked = getattr(self, "chunk_size", None) is not None
         if store.design is not None and not chunked:
             known, crude = np.zeros(0, dtype=np.int64), None  # the exact bound below
             recompute: list[np.ndarray] = []
@@ -253,18 +391,56 @@ class IncrementalEMMixin(IncrementalMixin):
                 sure = held_margins - bound > eps
                 margins[known[sure]] = held_margins[sure] - bound[sure]
                 recompute.append(known[~sure])
-        extra = np.sort(np.concatenate(recompute))
-        probas = self._grown_probas(merge)
-        probas[merge.touched] = local
-        margins[merge.touched] = local_margins
-        if len(extra):
-            posteriors, _, extra_margins = self._block_posteriors(merge.store.block(extra))
-            probas[extra] = posteriors
-            margins[extra] = extra_margins
-        self.probas_ = probas
-        self._margins = margins
-        self._probas_exact = False
-        self._changed = np.sort(np.concatenate([merge.touched, extra]))  # disjoint
+        return margins, recompute
+
+    def _fused_bound(
+        self, merge: Merge, spread: np.ndarray, c0: float, eps: float
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`_settle`'s exact bound by one compiled pass over all tasks
+        (:func:`_incremental_kernels.settle`): the held margins (from ``probas_``
+        when unknown, as :meth:`_held_margins`) lowered by each task's exact bound,
+        and the mask of the tasks left unsure. None where the kernels do not run, the
+        held margins need moving (tasks that changed codes), or, without the base's
+        design (one-coin), where :meth:`_bound` would take the crude bound (few tasks
+        near it: the same pass counts them), whose margins differ."""
+        store = merge.store
+        if not _ik.wanted(store.n_annotations):
+            return None
+        n_old, k = self.probas_.shape
+        n_tasks = merge.n_tasks
+        exact = store.design is not None
+        computed = self._margins is None or len(self._margins) != n_old
+        if computed and not (self._probas_exact and _is_identity(merge.task_map) and k >= 2):
+            return None
+        held = self._held_margins(merge)  # from the posteriors: a compiled pass
+        # the result: in place of the held margins (exact, or computed here), else a
+        # new buffer with room to grow (the held ones stay as they are if the NumPy
+        # path runs)
+        out = held if exact or computed else np.empty(n_tasks + n_tasks // 4)[:n_tasks]
+        store.sort()
+        tail_task, tail_worker, tail_label = store.tail
+        tails = tail_counts = crude = None
+        if len(tail_task):
+            weights = spread[tail_worker.astype(np.int64) * k + tail_label]
+            tails = np.bincount(tail_task, weights=weights, minlength=n_tasks)
+        if not exact:
+            if len(tail_task):
+                tail_counts = np.bincount(tail_task, minlength=n_tasks)
+            skip = np.zeros(n_tasks, dtype=bool)
+            skip[merge.touched] = True
+            largest = float(spread.max()) if len(spread) else 0.0
+            crude = (largest, tail_counts, skip)
+        base = store.data_base()
+        done = _ik.settle(
+            store.pointer, base.worker, base.label, spread, k, c0, eps, tails, held, None,
+            0.0, crude, out,
+        )  # fmt: skip
+        if done is None:
+            return None
+        unsure, known = done
+        if not exact and not known > DESIGN_SHARE * n_tasks:
+            return None  # the crude bound's branch of _bound
+        return out, unsure
 
     def _held_margins(self, merge: Merge) -> np.ndarray:
         """The margins' lower bounds before this update, in the merged task codes
@@ -434,6 +610,8 @@ def probas_margins(probas: np.ndarray, capacity: int = 0) -> np.ndarray:
         out[:] = np.inf
         return out
     floor = 1e-300 if probas.dtype == np.float64 else 1e-37
+    if _ik.wanted(probas.size) and _ik.probas_margins(probas, floor, out):
+        return out  # one parallel pass
     for start in range(0, n, _MARGIN_CHUNK):  # chunk by chunk: no (n,) temporary
         rows = out[start : start + _MARGIN_CHUNK]
         top, second = _top_two(probas[start : start + _MARGIN_CHUNK], rows)

@@ -209,7 +209,7 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
     :meth:`partial_fit` adds annotations that arrived since the last fit by
     incremental EM (:mod:`crowdlearn.aggregation._incremental_em`): EM on the tasks
     that received annotations, the other tasks' M-step statistics held fixed, then one
-    E-step over all tasks (``refresh=1``); a batch of more than 5 % of all annotations
+    E-step over all tasks (``refresh=1``); a batch of more than 10 % of all annotations
     is a refit on all of them. ``refresh=0`` skips that E-step but keeps the labels
     equal to its labels: only the tasks whose label a bound on the change of their
     log-odds cannot rule out are recomputed (the others keep the posteriors of their
@@ -424,6 +424,8 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
             self._ahead = None  # the last E-step's sums: not kept after the fit
 
     # ------------------------------------------------------------------ partial_fit hooks
+
+    _design_statistics = True  # the local E-step's kernel may add the M-step's sums
 
     def _block_statistics(
         self, block: Block, probas: np.ndarray, n_workers: int

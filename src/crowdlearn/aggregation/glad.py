@@ -101,7 +101,7 @@ class GLAD(IncrementalMixin, IterativeAggregator):
     :meth:`partial_fit` merges the new annotations and runs EM on all of them,
     warm-started from the fitted abilities and difficulties (new workers and tasks
     start at the prior means): fewer iterations than a refit, each as costly as a
-    refit's. A batch of more than 5 % of all annotations is a refit. It converges to
+    refit's. A batch of more than 10 % of all annotations is a refit. It converges to
     a fixed point near the refit's (tested: labels equal on at least 99 % of the
     tasks of simulated crowds; ``python -m benchmarks incremental`` measures it at 1M
     annotations). ``history_`` is the warm EM's.

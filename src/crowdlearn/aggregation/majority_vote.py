@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 import crowdlearn.aggregation._kernels as _kernels
-from crowdlearn.aggregation._base import BaseAggregator, TieBreak, break_ties
+from crowdlearn.aggregation._base import BaseAggregator, TieBreak, break_ties, break_ties_rows
 from crowdlearn.aggregation._blocks import chunked_vote_counts
 from crowdlearn.aggregation._incremental import VoteCountMixin
 from crowdlearn.aggregation.weighted_vote import fused_votes
@@ -127,6 +127,15 @@ class MajorityVote(VoteCountMixin, BaseAggregator):
         self.probas_ = np.zeros((len(majority), data.n_classes))
         self.probas_[np.arange(len(majority)), majority] = 1.0
 
+    def _rows_from_counts(
+        self, counts: np.ndarray, rows: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        scores = counts.astype(np.float64)  # exact: small integers
+        majority = break_ties_rows(scores, rows, self.tie_break, self.random_state)
+        probas = np.zeros(counts.shape)
+        probas[np.arange(len(majority)), majority] = 1.0
+        return probas, majority  # the labels: the one-hot rows' classes
+
 
 class NaiveSoft(VoteCountMixin, BaseAggregator):
     """Naive soft labels: the vote frequencies of each task.
@@ -180,3 +189,8 @@ class NaiveSoft(VoteCountMixin, BaseAggregator):
 
     def _from_counts(self, data: CrowdData) -> None:
         self.probas_ = _frequencies(self.vote_counts_, data.n_classes)
+
+    def _rows_from_counts(
+        self, counts: np.ndarray, rows: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        return _frequencies(counts, counts.shape[1]), None

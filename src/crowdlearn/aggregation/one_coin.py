@@ -188,6 +188,16 @@ class OneCoinDawidSkene(IncrementalEMMixin, IterativeAggregator):
             np.log(self.priors_),
         )
 
+    def _store_scores(
+        self,
+    ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None] | None:
+        """The E-step over the store (``refresh=1``) with the logarithms of
+        :func:`one_coin_posterior_block`'s kernel path (the table is not read)."""
+        k = len(self.priors_)
+        log_right = np.log(self.skills_)
+        log_wrong = np.log((1 - self.skills_) / max(k - 1, 1))
+        return np.log(self.priors_), np.empty((0, k)), (log_right, log_wrong)
+
     def _log_tables(self) -> tuple[np.ndarray, np.ndarray]:
         """The log prior and the (n_workers * K, K) table of ``log P(label l | class
         k)`` in row ``worker * K + l``: log skill where ``k == l``, else the log of

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 
+import crowdlearn.aggregation._incremental_kernels as _ik
 from crowdlearn.aggregation._base import BaseAggregator, TieBreak
 from crowdlearn.aggregation._blocks import BlockReader, chunked_vote_counts
-from crowdlearn.aggregation._incremental import RefitMixin
+from crowdlearn.aggregation._incremental import Merge, RefitMixin, _grown, _is_identity
 from crowdlearn.aggregation.weighted_vote import (
-    majority_labels,
     vote_shares,
     weighted_scores,
-    worker_accuracy,
 )
 from crowdlearn.data import CrowdData
 
@@ -58,10 +57,15 @@ class Wawa(RefitMixin, BaseAggregator):
 
     Notes
     -----
-    :meth:`partial_fit` merges the new annotations with the held ones and runs the
-    three vote passes again (a new label can change a majority, hence the skill of
-    every worker of that task, hence the weighted vote of all their tasks): the result
-    equals a refit's up to floating-point rounding.
+    :meth:`partial_fit` adds the new votes to the held vote counts of the tasks that
+    received them (a new label can change a majority, hence the skill of every worker
+    of that task), moves those tasks' annotations' agreement counts to the new
+    majorities, and runs the weighted vote of all tasks again (one pass over the held
+    and new annotations, without merging them when the new ids sort after the held
+    ones): the arithmetic of a refit on the merged annotations, so its result (equal
+    to a refit on the annotations in another row order up to floating-point
+    rounding). Without the held counts (a loaded state, ``chunk_size``) or when held
+    codes move, it refits on the merged annotations.
 
     Examples
     --------
@@ -93,8 +97,15 @@ class Wawa(RefitMixin, BaseAggregator):
         self.chunk_size = chunk_size
 
     def _fit(self, data: CrowdData) -> None:
+        self._votes = None
         if self.chunk_size is None:
-            self.skills_ = worker_accuracy(data, majority_labels(data))
+            # majority_labels(data), with its vote counts kept for partial_fit
+            votes = weighted_scores(data, np.ones(data.n_workers))
+            agree = data.label == votes.argmax(axis=1)[data.task]
+            self._agree = np.bincount(data.worker, weights=agree, minlength=data.n_workers)
+            self._workload = np.asarray(data.workload).copy()
+            self._votes = votes
+            self.skills_ = _skills(self._agree, self._workload)
             self.probas_ = vote_shares(weighted_scores(data, self.skills_))
             return
         majority = chunked_vote_counts(data, self.chunk_size).argmax(axis=1)
@@ -112,3 +123,68 @@ class Wawa(RefitMixin, BaseAggregator):
             part = np.bincount(cells, weights=weights, minlength=block.n_tasks * data.n_classes)
             scores[block.start : block.stop] = part.reshape(block.n_tasks, data.n_classes)
         self.probas_ = vote_shares(scores)
+
+    def _appends(self, refresh: int) -> bool:
+        return self.chunk_size is None
+
+    def _partial_update(self, merge: Merge) -> None:
+        """The three passes of a refit, the first two on the touched tasks only: their
+        vote counts get the new votes, their majority may change, and so the
+        agreement counts of the workers of their annotations (held ones: the old
+        majority's agreement out, the new one's in); the skills follow, then the
+        weighted vote of all tasks (one pass over the held annotations and the new
+        ones, without merging them: :func:`_incremental_kernels.store_votes`). The
+        same arithmetic as a refit on the merged annotations (integer counts; the
+        weighted sums in the same row order), so the same result. A refit where the
+        counts are not held (a state file, a chunked fit) or held codes moved."""
+        votes = getattr(self, "_votes", None)
+        kept = len(merge.class_map) == merge.n_classes and _is_identity(merge.task_map)
+        if (
+            votes is None
+            or not kept
+            or not _is_identity(merge.worker_map)
+            or len(votes) != len(self.probas_)
+        ):
+            RefitMixin._partial_update(self, merge)
+            return
+        k, n_workers, touched = merge.n_classes, merge.n_workers, merge.touched
+        block, new = merge.block(), merge.is_new
+        n_old = len(votes)
+        votes = _grown(votes, merge.n_tasks)
+        votes[n_old:] = 0.0
+        before = votes[touched].argmax(axis=1)
+        cells = block.task[new].astype(np.int64) * k + block.label[new]
+        added = np.bincount(cells, minlength=len(touched) * k).reshape(len(touched), k)
+        votes[touched] += added
+        after = votes[touched].argmax(axis=1)
+        agree = np.zeros(n_workers)
+        agree[: len(self._agree)] = self._agree
+        workload = np.zeros(n_workers, dtype=self._workload.dtype)
+        workload[: len(self._workload)] = self._workload
+        held = ~new
+        was = block.label[held] == before[block.task[held]]
+        agree -= np.bincount(block.worker[held], weights=was, minlength=n_workers)
+        now = block.label == after[block.task]
+        agree += np.bincount(block.worker, weights=now, minlength=n_workers)
+        workload += np.bincount(block.worker[new], minlength=n_workers)
+        skills = _skills(agree, workload)
+        probas = None
+        store = merge.store
+        if _ik.wanted(store.n_annotations):  # the weighted votes and their shares
+            store.sort()
+            base = store.data_base()
+            probas = _ik.store_votes(
+                store.pointer, base.worker, base.label, store.tail, skills, merge.n_tasks, k,
+                shares=True,
+            )  # fmt: skip
+        if probas is None:
+            probas = vote_shares(weighted_scores(merge.data, skills))
+        self._votes, self._agree, self._workload = votes, agree, workload
+        self.skills_ = skills
+        self.probas_ = probas
+
+
+def _skills(agree: np.ndarray, workload: np.ndarray) -> np.ndarray:
+    """Each worker's share of annotations equal to the majority vote (0 without
+    annotations): ``weighted_vote.worker_accuracy``'s division, from the counts."""
+    return np.divide(agree, workload, out=np.zeros(len(agree)), where=workload > 0)
