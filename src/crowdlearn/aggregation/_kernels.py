@@ -309,11 +309,38 @@ def ds_e_step(
     hard: bool,
     out: np.ndarray,
 ) -> float | None:
-    """Dawid-Skene E-step of a block into ``out``; its log-likelihood (None: no kernel)."""
-    args = (indptr, unsigned(columns), table, log_prior, empty_gold(gold), bool(hard))
+    """Dawid-Skene E-step of a block into ``out``; its log-likelihood (None: no kernel).
+    Soft posteriors in float64 with :data:`PRODUCT_CLASSES` classes are computed from
+    products of probabilities (``ds_e_product_range``: no exponential per class), the
+    others from sums of logarithms (``ds_e_range``)."""
     bounds = e_ranges(indptr)
-    parts = run_ranges("ds_e_range", bounds, args, [(out,)] * (len(bounds) - 1))
+    codes = unsigned(columns)
+    if use_products(table, out, hard):
+        one = (1.0,) * table.shape[1]  # the kernel is compiled per number of classes
+        # exp(-inf) = 0: a zero confusion or prior is a zero product, as in the log path
+        with np.errstate(under="ignore"):
+            probabilities, prior = np.exp(table), np.exp(log_prior)
+        args = (indptr, codes, probabilities, prior, table, log_prior, empty_gold(gold), one)
+        parts = run_ranges("ds_e_product_range", bounds, args, [(out,)] * (len(bounds) - 1))
+    else:
+        args = (indptr, codes, table, log_prior, empty_gold(gold), bool(hard))
+        parts = run_ranges("ds_e_range", bounds, args, [(out,)] * (len(bounds) - 1))
     return None if parts is None else float(sum(parts))
+
+
+#: Numbers of classes whose Dawid-Skene E-step multiplies probabilities (a tuple of K
+#: running products in registers; two classes have their own one-exponential path).
+PRODUCT_CLASSES = range(3, 17)
+
+
+def use_products(table: np.ndarray, out: np.ndarray, hard: bool) -> bool:
+    """Whether :func:`ds_e_step` takes the products' kernel (see there)."""
+    return (
+        not hard
+        and table.shape[1] in PRODUCT_CLASSES
+        and table.dtype == np.float64
+        and out.dtype == np.float64
+    )
 
 
 def ds_m_step(
