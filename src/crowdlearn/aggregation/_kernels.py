@@ -358,7 +358,10 @@ def ds_m_step(
     tables = [_partial_table(n_columns, k, probas.dtype) for _ in range(len(bounds) - 1)]
     parts = [(partial[:-1], partial[-1]) for partial in tables]
     args = (indptr, unsigned(columns), probas, empty_gold(gold), bool(lone_vote))
-    if run_ranges("ds_m_range", bounds, args, parts) is None:
+    name = "ds_m_range"
+    if k in PRODUCT_CLASSES:  # each task's posteriors held in registers
+        name, args = "ds_m_tuple_range", (*args, (1.0,) * k)
+    if run_ranges(name, bounds, args, parts) is None:
         return None
     return _summed(tables)
 

@@ -838,5 +838,8 @@ def glad_beta_newton_range(
 # The majority vote's one pass and NumPy's PCG64 draws by jump-ahead, and Dawid-Skene's
 # E-step from products (their own modules: the module size limit); imported here for
 # the drivers' ``getattr``.
-from crowdlearn.aggregation._numba_products import ds_e_product_range  # noqa: E402, F401
+from crowdlearn.aggregation._numba_products import (  # noqa: E402, F401
+    ds_e_product_range,
+    ds_m_tuple_range,
+)
 from crowdlearn.aggregation._numba_votes import majority_range  # noqa: E402, F401

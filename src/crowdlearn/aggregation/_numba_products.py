@@ -118,3 +118,31 @@ def ds_e_product_range(
             total += math.log(product)
             product = 1.0
     return total + math.log(product)
+
+
+@njit(**_OPTIONS)
+def ds_m_tuple_range(indptr, columns, probas, gold, lone_vote, one, first, last, counts, totals):
+    """:func:`~crowdlearn.aggregation._numba_kernels.ds_m_range` with each task's K
+    posteriors read once into a tuple (``one``: K ones; compiled per number of
+    classes), added from registers to its annotations' rows of ``counts``."""
+    k = len(one)
+    has_gold = len(gold) > 0
+    for t in range(first, last):
+        begin = indptr[t]
+        end = indptr[t + 1]
+        if end == begin:
+            continue
+        if lone_vote and end - begin == 1 and (not has_gold or gold[t] < 0):
+            totals[columns[begin] % k] += 1.0
+            continue
+        row = probas[t]
+        posterior = one
+        for c in range(k):
+            posterior = tuple_setitem(posterior, c, row[c])
+        for c in range(k):
+            totals[c] += posterior[c]
+        for a in range(begin, end):
+            target = counts[columns[a]]
+            for c in range(k):
+                target[c] += posterior[c]
+    return 0
