@@ -496,3 +496,105 @@ def test_glad_beta_step_from_the_alpha_trials_sums_equals_its_own():
     want = _kernels.glad_beta_newton(*codes, alphas, scratch, k1, 0.0)
     assert step == want
     np.testing.assert_array_equal(given, scratch)
+
+
+def _random_codes(seed: int, k: int, n_workers: int = 30, long_task: int = 0):
+    """A CSR block of 200 tasks with 0 to 6 annotations (codes ``worker * K + label``),
+    and, with ``long_task``, a last task with that many."""
+    rng = np.random.default_rng(seed)
+    counts = rng.choice([0, 1, 1, 2, 3, 5, 6], size=200)
+    if long_task:
+        counts = np.append(counts, long_task)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    columns = rng.integers(0, n_workers, indptr[-1]) * k + rng.integers(0, k, indptr[-1])
+    return indptr, columns.astype(np.int32), n_workers
+
+
+def _e_step_both(monkeypatch, indptr, columns, table, log_prior, gold):
+    """:func:`_kernels.ds_e_step` on the products' kernel and on the log path: the
+    posteriors and log-likelihoods, and the kernels the first one called."""
+    calls: list = []
+    got = np.empty((len(indptr) - 1, table.shape[1]))
+    with monkeypatch.context() as patch:
+        patch.setattr(_kernels, "run_ranges", _counting(calls, _kernels.run_ranges))
+        got_likelihood = _kernels.ds_e_step(indptr, columns, table, log_prior, gold, False, got)
+    want = np.empty_like(got)
+    with monkeypatch.context() as patch:
+        patch.setattr(_kernels, "PRODUCT_CLASSES", range(0))
+        want_likelihood = _kernels.ds_e_step(indptr, columns, table, log_prior, gold, False, want)
+    return got, got_likelihood, want, want_likelihood, calls
+
+
+@pytest.mark.parametrize("k", [3, 5, 10, 16])
+@pytest.mark.parametrize("with_gold", [False, True])
+def test_dawid_skene_e_step_from_products_equals_the_log_path(monkeypatch, k, with_gold):
+    """The E-step from products of probabilities (3-16 classes) gives the log path's
+    posteriors and log-likelihood, with gold tasks, tasks without annotations, a zero
+    confusion and a class of prior zero."""
+    indptr, columns, n_workers = _random_codes(k, k)
+    rng = np.random.default_rng(k)
+    confusions = rng.dirichlet(np.full(k, 0.7), (n_workers, k))
+    confusions[0, 0, 1] = 0.0  # a zero confusion: log -inf, product 0
+    with np.errstate(divide="ignore"):
+        table = log_confusion_table(confusions)
+        log_prior = np.log(np.r_[0.0, rng.dirichlet(np.ones(k - 1))])
+    gold = None
+    if with_gold:
+        gold = np.where(rng.random(len(indptr) - 1) < 0.2, rng.integers(0, k, len(indptr) - 1), -1)
+        gold[np.flatnonzero(gold == 0)] = 1  # a gold class of prior zero has no likelihood
+    got, got_likelihood, want, want_likelihood, calls = _e_step_both(
+        monkeypatch, indptr, columns, table, log_prior, gold
+    )
+    assert set(calls) == {"ds_e_product_range"}
+    np.testing.assert_allclose(got, want, rtol=0, atol=TOL)
+    assert got_likelihood == pytest.approx(want_likelihood, rel=TOL)
+    np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=0, atol=TOL)
+
+
+def test_a_task_whose_products_would_underflow_is_computed_from_logarithms(monkeypatch):
+    """A task of 600 annotations from uniform confusion rows (each class's product
+    0.2^600, below the smallest double) gets the log path's posteriors (not 0/0)."""
+    k = 5
+    indptr, columns, n_workers = _random_codes(2, k, long_task=600)
+    confusions = np.random.default_rng(2).dirichlet(np.ones(k), (n_workers, k))
+    confusions[:] = np.where(np.arange(n_workers)[:, None, None] < 15, confusions, 1.0 / k)
+    columns[indptr[-2] :] = (np.arange(600) % 15 + 15) * k  # workers 15-29: uniform rows
+    from crowdlearn.aggregation._numba_products import PRODUCT_FLOOR
+
+    assert (1.0 / k) ** 600 < PRODUCT_FLOOR
+    table, log_prior = log_confusion_table(confusions), np.log(np.full(k, 1.0 / k))
+    got, got_likelihood, want, want_likelihood, _ = _e_step_both(
+        monkeypatch, indptr, columns, table, log_prior, None
+    )
+    np.testing.assert_allclose(got, want, rtol=0, atol=TOL)
+    np.testing.assert_allclose(got[-1], 1.0 / k, rtol=0, atol=TOL)
+    assert got_likelihood == pytest.approx(want_likelihood, rel=TOL)
+
+
+def test_products_are_not_used_for_hard_em_two_classes_or_float32():
+    table32 = np.zeros((6, 3), dtype=np.float32)
+    out = np.empty((2, 3))
+    assert _kernels.use_products(np.zeros((6, 3)), out, hard=False)
+    assert not _kernels.use_products(np.zeros((6, 3)), out, hard=True)
+    assert not _kernels.use_products(np.zeros((4, 2)), np.empty((2, 2)), hard=False)
+    assert not _kernels.use_products(np.zeros((34, 17)), np.empty((2, 17)), hard=False)
+    assert not _kernels.use_products(table32, out.astype(np.float32), hard=False)
+
+
+@pytest.mark.parametrize("k", [3, 10])
+@pytest.mark.parametrize("lone_vote", [False, True])
+def test_dawid_skene_m_sums_from_registers_equal_the_row_path(monkeypatch, k, lone_vote):
+    indptr, columns, n_workers = _random_codes(k + 1, k)
+    rng = np.random.default_rng(k)
+    probas = rng.dirichlet(np.ones(k), len(indptr) - 1)
+    gold = np.where(rng.random(len(indptr) - 1) < 0.2, rng.integers(0, k, len(indptr) - 1), -1)
+    calls: list = []
+    with monkeypatch.context() as patch:
+        patch.setattr(_kernels, "run_ranges", _counting(calls, _kernels.run_ranges))
+        got = _kernels.ds_m_step(indptr, columns, probas, gold, lone_vote, n_workers * k)
+    with monkeypatch.context() as patch:
+        patch.setattr(_kernels, "PRODUCT_CLASSES", range(0))
+        want = _kernels.ds_m_step(indptr, columns, probas, gold, lone_vote, n_workers * k)
+    assert calls == ["ds_m_tuple_range"]
+    for got_part, want_part in zip(got, want, strict=True):
+        np.testing.assert_allclose(got_part, want_part, rtol=0, atol=TOL)
