@@ -441,12 +441,14 @@ def sorted_crowd(seed: int, k: int, n_tasks: int = 400) -> CrowdData:
 
 @pytest.mark.parametrize("k", [2, 3, 10])
 @pytest.mark.parametrize("threads", [1, 3])
-def test_majority_vote_pass_equals_the_numpy_path(monkeypatch, k, threads):
+@pytest.mark.parametrize("n_tasks", [400, 5000])
+def test_majority_vote_pass_equals_the_numpy_path(monkeypatch, k, threads, n_tasks):
     """The one-pass majority vote (counts, the same tie-break and random keys, one-hot
-    rows, labels) equals the NumPy path's, on one range or several, with tasks
+    rows, labels) equals the NumPy path's, on one range or several, in one tile of
+    tasks or several (5000 tasks: ties listed per tile, then broken), with tasks
     without annotations (ties of all classes); unsorted annotations go the NumPy way."""
     monkeypatch.setattr(_kernels, "n_threads", lambda: threads)
-    data = sorted_crowd(k, k)
+    data = sorted_crowd(k, k, n_tasks=n_tasks)
     for params in ({}, {"random_state": 11}, {"tie_break": "lowest"}):
         data.__dict__.pop("vote_counts", None)
         with monkeypatch.context() as patch:
