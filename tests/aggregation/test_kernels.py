@@ -586,13 +586,22 @@ def test_products_are_not_used_for_hard_em_two_classes_or_float32():
 @pytest.mark.parametrize("k", [3, 10])
 @pytest.mark.parametrize("lone_vote", [False, True])
 def test_dawid_skene_m_sums_from_registers_equal_the_row_path(monkeypatch, k, lone_vote):
+    """The M-step sums with each task's posteriors in registers (3-16 classes) equal
+    the row path's, from partial tables left empty (the kernel zeroes them)."""
     indptr, columns, n_workers = _random_codes(k + 1, k)
     rng = np.random.default_rng(k)
     probas = rng.dirichlet(np.ones(k), len(indptr) - 1)
     gold = np.where(rng.random(len(indptr) - 1) < 0.2, rng.integers(0, k, len(indptr) - 1), -1)
     calls: list = []
+    partial_table = _kernels._partial_table
+
+    def dirty(n_columns, k, dtype, zeroed=True):  # what np.empty may hand out
+        table = partial_table(n_columns, k, dtype, zeroed)
+        return table if zeroed else np.full_like(table, np.nan)
+
     with monkeypatch.context() as patch:
         patch.setattr(_kernels, "run_ranges", _counting(calls, _kernels.run_ranges))
+        patch.setattr(_kernels, "_partial_table", dirty)
         got = _kernels.ds_m_step(indptr, columns, probas, gold, lone_vote, n_workers * k)
     with monkeypatch.context() as patch:
         patch.setattr(_kernels, "PRODUCT_CLASSES", range(0))

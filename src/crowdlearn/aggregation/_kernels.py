@@ -355,23 +355,27 @@ def ds_m_step(
     counts (None: no kernel)."""
     k = probas.shape[1]
     bounds = task_ranges(indptr, sum_ranges(n_columns * k + k, probas.itemsize))
-    tables = [_partial_table(n_columns, k, probas.dtype) for _ in range(len(bounds) - 1)]
-    parts = [(partial[:-1], partial[-1]) for partial in tables]
     args = (indptr, unsigned(columns), probas, empty_gold(gold), bool(lone_vote))
     name = "ds_m_range"
-    if k in PRODUCT_CLASSES:  # each task's posteriors held in registers
+    zeroed = k not in PRODUCT_CLASSES
+    if not zeroed:  # each task's posteriors held in registers; the kernel zeroes its sums
         name, args = "ds_m_tuple_range", (*args, (1.0,) * k)
+    tables = [_partial_table(n_columns, k, probas.dtype, zeroed) for _ in range(len(bounds) - 1)]
+    parts = [(partial[:-1], partial[-1]) for partial in tables]
     if run_ranges(name, bounds, args, parts) is None:
         return None
     return _summed(tables)
 
 
-def _partial_table(n_columns: int, k: int, dtype: Any) -> np.ndarray:
+def _partial_table(n_columns: int, k: int, dtype: Any, zeroed: bool = True) -> np.ndarray:
     """One range's partial Dawid-Skene M-step sums: ``counts`` (n_columns, K) and, as
     its last row, ``totals`` (K,): each range's totals in its own table, never in a
     cache line that another thread writes (small arrays allocated one after the other
-    can share one, and every task adds to its totals)."""
-    return np.zeros((n_columns + 1, k), dtype=dtype)
+    can share one, and every task adds to its totals). Not ``zeroed``: left empty for
+    a kernel that zeroes it (in its own thread, in parallel; ``np.zeros`` zeroes in
+    the calling thread, one table after the other)."""
+    shape = (n_columns + 1, k)
+    return np.zeros(shape, dtype=dtype) if zeroed else np.empty(shape, dtype=dtype)
 
 
 def _summed(tables: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

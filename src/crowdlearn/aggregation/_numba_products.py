@@ -124,9 +124,13 @@ def ds_e_product_range(
 def ds_m_tuple_range(indptr, columns, probas, gold, lone_vote, one, first, last, counts, totals):
     """:func:`~crowdlearn.aggregation._numba_kernels.ds_m_range` with each task's K
     posteriors read once into a tuple (``one``: K ones; compiled per number of
-    classes), added from registers to its annotations' rows of ``counts``."""
+    classes), added from registers to its annotations' rows of ``counts``. ``counts``
+    and ``totals`` are set to zero first (this range's own partial sums, allocated
+    empty: zeroed here in parallel, by the thread that then adds into them)."""
     k = len(one)
     has_gold = len(gold) > 0
+    counts[:] = 0.0
+    totals[:] = 0.0
     for t in range(first, last):
         begin = indptr[t]
         end = indptr[t + 1]
