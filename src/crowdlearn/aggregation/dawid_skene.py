@@ -386,7 +386,9 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
             counts, pseudo = initial, 0.0
         elif initial is not None:
             counts = counts + initial
-        self.confusions_ = normalise_rows(counts + pseudo).astype(self._dtype)
+        # counts + pseudo is a new float array: normalised in place
+        rows = normalise_rows(counts + pseudo, in_place=True)
+        self.confusions_ = rows.astype(self._dtype, copy=False)
         self.priors_ = normalise_rows(totals + self.prior_smoothing).astype(self._dtype)
 
     def _e_step(self, data: CrowdData) -> float:
