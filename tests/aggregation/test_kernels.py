@@ -529,13 +529,10 @@ def _e_step_both(monkeypatch, indptr, columns, table, log_prior, gold):
 
 @pytest.mark.parametrize("k", [3, 5, 10, 16])
 @pytest.mark.parametrize("with_gold", [False, True])
-@pytest.mark.parametrize("stream", [False, True])
-def test_dawid_skene_e_step_from_products_equals_the_log_path(monkeypatch, k, with_gold, stream):
+def test_dawid_skene_e_step_from_products_equals_the_log_path(monkeypatch, k, with_gold):
     """The E-step from products of probabilities (3-16 classes) gives the log path's
     posteriors and log-likelihood, with gold tasks, tasks without annotations, a zero
-    confusion and a class of prior zero; its rows written by ordinary or (``stream``,
-    as for tables larger than the caches) non-temporal stores."""
-    monkeypatch.setattr(_kernels, "STREAM_BYTES", 0 if stream else 1 << 62)
+    confusion and a class of prior zero."""
     indptr, columns, n_workers = _random_codes(k, k)
     rng = np.random.default_rng(k)
     confusions = rng.dirichlet(np.full(k, 0.7), (n_workers, k))

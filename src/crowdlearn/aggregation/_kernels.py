@@ -320,21 +320,13 @@ def ds_e_step(
         # exp(-inf) = 0: a zero confusion or prior is a zero product, as in the log path
         with np.errstate(under="ignore"):
             probabilities, prior = np.exp(table), np.exp(log_prior)
-        stream = out.nbytes >= STREAM_BYTES and out.flags.c_contiguous
         args = (indptr, codes, probabilities, prior, table, log_prior, empty_gold(gold), one)
-        args = (*args, bool(stream))
         parts = run_ranges("ds_e_product_range", bounds, args, [(out,)] * (len(bounds) - 1))
     else:
         args = (indptr, codes, table, log_prior, empty_gold(gold), bool(hard))
         parts = run_ranges("ds_e_range", bounds, args, [(out,)] * (len(bounds) - 1))
     return None if parts is None else float(sum(parts))
 
-
-#: Posterior tables of at least this many bytes are written by the E-step's
-#: non-temporal stores (no read of each cache line before it is written: about a tenth
-#: of the step at 1M tasks x 10 classes); a smaller table stays in the caches for the
-#: M-step that reads it next.
-STREAM_BYTES = 64 << 20
 
 #: Numbers of classes whose Dawid-Skene E-step multiplies probabilities (a tuple of K
 #: running products in registers; two classes have their own one-exponential path).

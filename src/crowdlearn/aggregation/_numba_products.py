@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import math
 
-from llvmlite import ir
-from numba import njit, types
+from numba import njit
 from numba.cpython.unsafe.tuple import tuple_setitem
-from numba.extending import intrinsic
 
 _OPTIONS = {"cache": True, "nogil": True, "fastmath": False, "error_model": "numpy"}
 
@@ -37,38 +35,6 @@ PRODUCT_FLOOR = 1e-270
 #: The running product of the normalisers is folded into the log-likelihood when it
 #: leaves [1 / RESCALE, RESCALE].
 RESCALE = 1e250
-
-
-@intrinsic
-def _stream_store(typingctx, array, index, value):
-    """``array[index] = value`` (a 1-d C-contiguous float64 array) as a non-temporal
-    store: written to memory without first reading the cache line (a table larger
-    than the caches is written once, then read by the next pass from memory anyway).
-    A kernel that uses it ends with :func:`_store_fence`."""
-    if not (isinstance(array, types.Array) and array.ndim == 1 and array.dtype == types.float64):
-        return None
-
-    def codegen(context, builder, signature, args):
-        data = context.make_array(signature.args[0])(context, builder, args[0]).data
-        value = context.cast(builder, args[2], signature.args[2], types.float64)
-        store = builder.store(value, builder.gep(data, [args[1]]))
-        one = ir.Constant(ir.IntType(32), 1)
-        store.set_metadata("nontemporal", builder.module.add_metadata([one]))
-        return context.get_dummy_value()
-
-    return types.none(array, index, value), codegen
-
-
-@intrinsic
-def _store_fence(typingctx):
-    """A sequentially consistent fence: the non-temporal stores before it are visible
-    to other threads (the pool's reader of the table) once the kernel returns."""
-
-    def codegen(context, builder, signature, args):
-        builder.fence("seq_cst")
-        return context.get_dummy_value()
-
-    return types.none(), codegen
 
 
 @njit(**_OPTIONS)
@@ -109,20 +75,18 @@ def _ds_log_task(indptr, columns, table, log_prior, t, g, out, one):
 
 @njit(**_OPTIONS)
 def ds_e_product_range(
-    indptr, columns, probabilities, prior, table, log_prior, gold, one, stream, first, last, out
+    indptr, columns, probabilities, prior, table, log_prior, gold, one, first, last, out
 ):
     """Dawid-Skene E-step of tasks ``first..last-1`` into ``out`` (n_tasks, K) from
     products of probabilities; returns their log-likelihood. ``probabilities``: the
     (n_workers * K, K) confusion table (``exp`` of the log path's ``table``, which is
     passed as well for the tasks computed from logarithms); ``prior``: the class prior
     (``exp(log_prior)``); ``gold``: (n_tasks,) codes, -1 unknown, or an empty array;
-    ``one``: a tuple of K ones; ``stream``: write the rows with non-temporal stores
-    (``out`` C-contiguous, larger than the caches). Soft posteriors only (hard EM takes
-    the log path, whose argmax it must reproduce exactly). NumPy path:
+    ``one``: a tuple of K ones. Soft posteriors only (hard EM takes the log path, whose
+    argmax it must reproduce exactly). NumPy path:
     :func:`~crowdlearn.aggregation.dawid_skene.posterior_block`."""
     k = len(one)
     has_gold = len(gold) > 0
-    flat = out.reshape(-1)
     start = one
     for c in range(k):
         start = tuple_setitem(start, c, prior[c])
@@ -146,20 +110,13 @@ def ds_e_product_range(
         if not top >= PRODUCT_FLOOR:  # also NaN: the log path's result
             total += _ds_log_task(indptr, columns, table, log_prior, t, -1, out, one)
             continue
-        if stream:
-            base = t * k
-            for c in range(k):
-                _stream_store(flat, base + c, acc[c] / norm)
-        else:
-            row = out[t]
-            for c in range(k):
-                row[c] = acc[c] / norm
+        row = out[t]
+        for c in range(k):
+            row[c] = acc[c] / norm
         product *= norm
         if product < 1.0 / RESCALE or product > RESCALE:
             total += math.log(product)
             product = 1.0
-    if stream:
-        _store_fence()
     return total + math.log(product)
 
 
