@@ -114,6 +114,7 @@ def majority_range(
     low = start[1]
     position = 0
     tied = np.empty(VOTE_TILE, dtype=np.int64)
+    cells_tied = np.empty(k, dtype=np.int64)
     for tile_start in range(first_task, last_task, VOTE_TILE):
         tile_stop = min(tile_start + VOTE_TILE, last_task)
         n_tied = 0
@@ -162,11 +163,16 @@ def majority_range(
             else:
                 high, low = _advance(powers, high, low, base - position)
             position = base
+            n_cells = 0
+            for c in range(k):  # the tied cells, listed without a branch
+                cells_tied[n_cells] = c
+                n_cells += 1 if row[c] == best else 0
             key = -2.0
             pick = 0
-            for c in range(k):  # every cell's key (independent, no branch to miss)
+            for q in range(n_cells):  # their keys only (the others' are -1)
+                c = cells_tied[q]
                 cell_high, cell_low = _affine(cells[c], high, low)
-                value_key = _draw(cell_high, cell_low) if row[c] == best else -1.0
+                value_key = _draw(cell_high, cell_low)
                 better = value_key > key
                 key = value_key if better else key
                 pick = c if better else pick
