@@ -120,20 +120,29 @@ def majority_range(
         n_tied = 0
         for t in range(tile_start, tile_stop):
             row = counts[t]
-            if k == 2:  # binary: the count of ones in a register (no chain through memory)
+            if k == 2:  # binary: the count of ones in a register, the class by a select
                 begin = a
                 ones = 0
                 while a < last and task[a] == t:
                     ones += label[a]
                     a += 1
-                row[0] = a - begin - ones
+                zeros = a - begin - ones
+                row[0] = zeros
                 row[1] = ones
-            else:
-                for c in range(k):
-                    row[c] = 0
-                while a < last and task[a] == t:
-                    row[label[a]] += 1
-                    a += 1
+                pick = 1 if ones > zeros else 0
+                labels[t] = pick
+                out = probas[t]
+                out[0] = 0.0
+                out[1] = 0.0
+                out[pick] = 1.0
+                tied[n_tied] = t
+                n_tied += 1 if random and ones == zeros else 0
+                continue
+            for c in range(k):
+                row[c] = 0
+            while a < last and task[a] == t:
+                row[label[a]] += 1
+                a += 1
             best = row[0]
             for c in range(1, k):
                 best = max(best, row[c])
