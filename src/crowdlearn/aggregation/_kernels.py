@@ -14,6 +14,10 @@ codes), on several cores:
   annotations' or the tasks' size).
 * **M-steps**: each range adds into its own partial statistics (per worker or per
   (worker, label)), which are then summed (the reduce).
+* **Products in registers**: Dawid-Skene's E-step with 3 to 16 classes multiplies
+  probabilities (no ``exp`` per class) and its M-step reads a task's posteriors once,
+  both with the K values in a tuple that stays in registers (kernels compiled per K,
+  :mod:`~crowdlearn.aggregation._numba_products`; :func:`use_products`).
 * **Shared passes**: Dawid-Skene's E-step can add the next M-step's sums of the rows
   it writes (:func:`ds_em_step`); majority vote counts, picks the class (random ties:
   NumPy's draws, reached by jump-ahead, :func:`pcg64_maps`) and writes the one-hot
