@@ -609,3 +609,33 @@ def test_dawid_skene_m_sums_from_registers_equal_the_row_path(monkeypatch, k, lo
     assert calls == ["ds_m_tuple_range"]
     for got_part, want_part in zip(got, want, strict=True):
         np.testing.assert_allclose(got_part, want_part, rtol=0, atol=TOL)
+
+
+@pytest.mark.parametrize("k", [3, 10, 17])
+def test_majority_vote_pass_counts_tasks_of_more_than_15_annotations(monkeypatch, k):
+    """Counts packed 4 bits a class in a register (up to 16 classes) hold up to 15
+    votes: a task with more annotations (here 40, at least 33 for class 1) is counted
+    in memory; counts, labels and one-hot rows equal the NumPy path's."""
+    rng = np.random.default_rng(k)
+    sizes = rng.choice([0, 1, 3, 5, 40], size=300)
+    task = np.repeat(np.arange(300), sizes)
+    worker = np.concatenate([np.arange(size) for size in sizes])  # one label a worker
+    label = rng.integers(0, k, len(task))
+    label[(np.repeat(sizes, sizes) == 40) & (worker < 33)] = 1
+    data = CrowdData(task, worker, label, n_classes=k, n_tasks=300, n_workers=40)
+    for params in ({}, {"tie_break": "lowest"}):
+        data.__dict__.pop("vote_counts", None)
+        with monkeypatch.context() as patch:
+            patch.setenv("CROWDLEARN_NO_NUMBA", "1")
+            reference = MajorityVote(**params).fit(data)
+        data.__dict__.pop("vote_counts", None)
+        with monkeypatch.context() as patch:
+            patch.setattr(_kernels, "MIN_ANNOTATIONS", 0)
+            calls: list[str] = []
+            patch.setattr(_kernels, "run_ranges_each", _counting(calls, _kernels.run_ranges_each))
+            fused = MajorityVote(**params).fit(data)
+        assert calls == ["majority_range"], "the one-pass kernel did not run"
+        assert fused.vote_counts_.max() >= 33  # more than 4 bits hold
+        np.testing.assert_array_equal(fused.vote_counts_, reference.vote_counts_)
+        np.testing.assert_array_equal(fused.labels_, reference.labels_)
+        np.testing.assert_array_equal(fused.probas_, reference.probas_)
