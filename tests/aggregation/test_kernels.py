@@ -639,3 +639,25 @@ def test_majority_vote_pass_counts_tasks_of_more_than_15_annotations(monkeypatch
         np.testing.assert_array_equal(fused.vote_counts_, reference.vote_counts_)
         np.testing.assert_array_equal(fused.labels_, reference.labels_)
         np.testing.assert_array_equal(fused.probas_, reference.probas_)
+
+
+def test_confusions_in_one_pass_equal_the_numpy_steps():
+    """``ds_confusions`` (the M-step's matrices from the sums, one pass) gives the
+    NumPy steps' rows: the transpose, the pseudo-counts, the floor, the division; a
+    NaN stays NaN. Large tables only, once the kernels are loaded (None otherwise)."""
+    from crowdlearn.aggregation._design import FLOOR, normalise_rows
+
+    n_workers, k = 1100, 10  # 110,000 cells: at least MIN_LOADED
+    rng = np.random.default_rng(0)
+    counts = rng.gamma(0.3, 5.0, (n_workers * k, k))
+    counts[1, 2] = -5.0  # cell (worker 0, class 2, label 1): below the floor
+    counts[5, 3] = np.nan
+    pseudo = 0.1 + 4.0 * np.eye(k)
+    assert _kernels.available()
+    got = _kernels.ds_confusions(counts, pseudo, FLOOR)
+    want = normalise_rows(counts.reshape(n_workers, k, k).transpose(0, 2, 1) + pseudo)
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=0)
+    assert np.isnan(got[0, 3]).all() and not np.isnan(got[1]).any()
+    row = np.maximum(counts[:k, 2] + pseudo[2], FLOOR)  # worker 0, true class 2
+    assert got[0, 2, 1] == pytest.approx(FLOOR / row.sum(), rel=1e-14)
+    assert _kernels.ds_confusions(counts[: 10 * k], pseudo, FLOOR) is None  # small

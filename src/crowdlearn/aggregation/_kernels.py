@@ -391,6 +391,15 @@ def _summed(tables: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return total[:-1], total[-1].copy()
 
 
+def ds_confusions(counts: np.ndarray, pseudo: np.ndarray, floor: float) -> np.ndarray | None:
+    """Dawid-Skene's confusion matrices from the M-step sums (``counts`` (n_workers *
+    K, K) float64) and pseudo-counts (K, K), in one pass (``ds_confusions``); None
+    where the kernels are not loaded (the loading would cost more) or cannot run."""
+    if not ready(counts.size) or counts.dtype != np.float64:
+        return None
+    return run("ds_confusions", np.ascontiguousarray(counts), pseudo, float(floor))
+
+
 def ds_em_step(
     indptr: np.ndarray,
     columns: np.ndarray,

@@ -839,6 +839,7 @@ def glad_beta_newton_range(
 # E-step from products (their own modules: the module size limit); imported here for
 # the drivers' ``getattr``.
 from crowdlearn.aggregation._numba_products import (  # noqa: E402, F401
+    ds_confusions,
     ds_e_product_range,
     ds_m_tuple_range,
 )

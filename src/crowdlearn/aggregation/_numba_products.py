@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import njit
 from numba.cpython.unsafe.tuple import tuple_setitem
 
@@ -150,3 +151,27 @@ def ds_m_tuple_range(indptr, columns, probas, gold, lone_vote, one, first, last,
             for c in range(k):
                 target[c] += posterior[c]
     return 0
+
+
+@njit(**_OPTIONS)
+def ds_confusions(counts, pseudo, floor):
+    """Dawid-Skene's confusion matrices (n_workers, K, K) from the M-step sums
+    ``counts`` (n_workers * K, K; row ``worker * K + label``, column the true class)
+    and the pseudo-counts ``pseudo`` (K, K): each row (worker, true class) of
+    ``counts + pseudo`` clipped below at ``floor`` and divided by its sum, in one pass
+    (NumPy path: the transpose, ``normalise_rows``; a NaN stays NaN)."""
+    k = counts.shape[1]
+    n_workers = counts.shape[0] // k
+    out = np.empty((n_workers, k, k))
+    for w in range(n_workers):
+        for c in range(k):
+            row = out[w, c]
+            total = 0.0
+            for label in range(k):
+                value = counts[w * k + label, c] + pseudo[c, label]
+                value = value if not value < floor else floor
+                row[label] = value
+                total += value
+            for label in range(k):
+                row[label] = row[label] / total
+    return out
