@@ -15,7 +15,7 @@ normalisers, taken of their running product). The ``K`` running products are a t
 the compiler keeps in registers, where the log path adds into a row in memory. Both
 give the same posteriors to rounding (a relative 1e-15 at 10 classes).
 
-Where the products could lose precision (the task's largest product below
+Where the products could lose precision (the sum of the task's products below K times
 :data:`PRODUCT_FLOOR`: hundreds of annotations, or nearly zero confusions) and for
 tasks with a gold class, the task is computed from the logarithms as the log path does.
 """
@@ -30,8 +30,9 @@ from numba.cpython.unsafe.tuple import tuple_setitem
 
 _OPTIONS = {"cache": True, "nogil": True, "fastmath": False, "error_model": "numpy"}
 
-#: A task whose largest product is below this (about 2^-897, far above the smallest
-#: normal double, 2^-1022) is computed from logarithms instead.
+#: A task whose products sum to less than K times this (its largest product may be
+#: below it: about 2^-897, far above the smallest normal double, 2^-1022) is computed
+#: from logarithms instead.
 PRODUCT_FLOOR = 1e-270
 #: The running product of the normalisers is folded into the log-likelihood when it
 #: leaves [1 / RESCALE, RESCALE].
@@ -104,11 +105,11 @@ def ds_e_product_range(
             for c in range(k):
                 acc = tuple_setitem(acc, c, acc[c] * source[c])
         norm = 0.0
-        top = 0.0
         for c in range(k):
             norm += acc[c]
-            top = max(top, acc[c])
-        if not top >= PRODUCT_FLOOR:  # also NaN: the log path's result
+        # the largest product is at least norm / K: at least the floor when the sum
+        # is K times the floor (below: the log path, also for a NaN)
+        if not norm >= PRODUCT_FLOOR * k:
             total += _ds_log_task(indptr, columns, table, log_prior, t, -1, out, one)
             continue
         row = out[t]
