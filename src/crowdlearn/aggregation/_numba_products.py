@@ -133,6 +133,9 @@ def ds_m_tuple_range(indptr, columns, probas, gold, lone_vote, one, first, last,
     has_gold = len(gold) > 0
     counts[:] = 0.0
     totals[:] = 0.0
+    mass = one  # the tasks' posteriors summed in registers (the lone labels in totals)
+    for c in range(k):
+        mass = tuple_setitem(mass, c, 0.0)
     for t in range(first, last):
         begin = indptr[t]
         end = indptr[t + 1]
@@ -146,11 +149,13 @@ def ds_m_tuple_range(indptr, columns, probas, gold, lone_vote, one, first, last,
         for c in range(k):
             posterior = tuple_setitem(posterior, c, row[c])
         for c in range(k):
-            totals[c] += posterior[c]
+            mass = tuple_setitem(mass, c, mass[c] + posterior[c])
         for a in range(begin, end):
             target = counts[columns[a]]
             for c in range(k):
                 target[c] += posterior[c]
+    for c in range(k):
+        totals[c] += mass[c]
     return 0
 
 
