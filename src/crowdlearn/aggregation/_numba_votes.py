@@ -175,13 +175,12 @@ def majority_range(
             best = row[0]
             for c in range(1, k):
                 best = max(best, row[c])
-            base = t * k
-            gap = (base - position) // k
+            gap = t - position  # rows since the last tied task's (no division)
             if 0 < gap < len(rows_ahead):  # the usual case: one map
                 high, low = _affine(rows_ahead[gap], high, low)
             else:
-                high, low = _advance(powers, high, low, base - position)
-            position = base
+                high, low = _advance(powers, high, low, gap * k)
+            position = t
             n_cells = 0
             for c in range(k):  # the tied cells, listed without a branch
                 cells_tied[n_cells] = c
