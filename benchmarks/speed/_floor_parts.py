@@ -221,9 +221,12 @@ _VALUES: dict[str, Any] = {}
 def main() -> None:
     """Run the parts named on the command line (all by default)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("parts", nargs="*", choices=("ds", "mv", "glad"), default=None)
+    parser.add_argument("parts", nargs="*", help="ds, mv and/or glad (default: all)")
     parser.add_argument("--n-glad", type=int, default=20_000_000)
     args = parser.parse_args()
+    unknown = set(args.parts) - {"ds", "mv", "glad"}
+    if unknown:
+        parser.error(f"unknown parts: {sorted(unknown)} (choose from ds, mv, glad)")
     import crowdlearn
 
     print(crowdlearn.__file__)
