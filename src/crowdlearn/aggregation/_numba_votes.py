@@ -114,6 +114,7 @@ def majority_range(
     low = start[1]
     position = 0
     tied = np.empty(VOTE_TILE, dtype=np.int64)
+    tied_best = np.empty(VOTE_TILE, dtype=np.int64)  # their largest counts
     cells_tied = np.empty(k, dtype=np.int64)
     for tile_start in range(first_task, last_task, VOTE_TILE):
         tile_stop = min(tile_start + VOTE_TILE, last_task)
@@ -168,13 +169,12 @@ def majority_range(
                 out[c] = 0.0
             out[pick] = 1.0
             tied[n_tied] = t
+            tied_best[n_tied] = best
             n_tied += 1 if random and n_top > 1 else 0
         for q in range(n_tied):
             t = tied[q]
             row = counts[t]
-            best = row[0]
-            for c in range(1, k):
-                best = max(best, row[c])
+            best = row[0] if k == 2 else tied_best[q]  # two classes: tied means equal
             gap = t - position  # rows since the last tied task's (no division)
             if 0 < gap < len(rows_ahead):  # the usual case: one map
                 high, low = _affine(rows_ahead[gap], high, low)
