@@ -140,13 +140,16 @@ def majority_range(
                 n_tied += 1 if random and ones == zeros else 0
                 continue
             begin = a
+            best = 0
             if k <= 16:  # 4-bit counts packed in one register: no chain through memory
                 packed = 0
                 while a < last and task[a] == t:
                     packed += 1 << (label[a] << 2)
                     a += 1
                 for c in range(k):
-                    row[c] = (packed >> (c << 2)) & 15
+                    count = (packed >> (c << 2)) & 15
+                    row[c] = count
+                    best = max(best, count)
             if k > 16 or a - begin > 15:  # a count may not fit in 4 bits: in memory
                 a = begin
                 for c in range(k):
@@ -154,9 +157,9 @@ def majority_range(
                 while a < last and task[a] == t:
                     row[label[a]] += 1
                     a += 1
-            best = row[0]
-            for c in range(1, k):
-                best = max(best, row[c])
+                best = row[0]
+                for c in range(1, k):
+                    best = max(best, row[c])
             pick = 0
             n_top = 0
             for c in range(k - 1, -1, -1):  # the first largest count, and how many
