@@ -162,14 +162,13 @@ def majority_range(
                     best = max(best, row[c])
             pick = 0
             n_top = 0
+            out = probas[t]
             for c in range(k - 1, -1, -1):  # the first largest count, and how many
                 top = row[c] == best
                 pick = c if top else pick
                 n_top += 1 if top else 0
-            labels[t] = pick
-            out = probas[t]
-            for c in range(k):
                 out[c] = 0.0
+            labels[t] = pick
             out[pick] = 1.0
             tied[n_tied] = t
             tied_best[n_tied] = best
