@@ -441,12 +441,14 @@ def sorted_crowd(seed: int, k: int, n_tasks: int = 400) -> CrowdData:
 
 @pytest.mark.parametrize("k", [2, 3, 10])
 @pytest.mark.parametrize("threads", [1, 3])
-def test_majority_vote_pass_equals_the_numpy_path(monkeypatch, k, threads):
+@pytest.mark.parametrize("n_tasks", [400, 5000])
+def test_majority_vote_pass_equals_the_numpy_path(monkeypatch, k, threads, n_tasks):
     """The one-pass majority vote (counts, the same tie-break and random keys, one-hot
-    rows, labels) equals the NumPy path's, on one range or several, with tasks
+    rows, labels) equals the NumPy path's, on one range or several, in one tile of
+    tasks or several (5000 tasks: ties listed per tile, then broken), with tasks
     without annotations (ties of all classes); unsorted annotations go the NumPy way."""
     monkeypatch.setattr(_kernels, "n_threads", lambda: threads)
-    data = sorted_crowd(k, k)
+    data = sorted_crowd(k, k, n_tasks=n_tasks)
     for params in ({}, {"random_state": 11}, {"tie_break": "lowest"}):
         data.__dict__.pop("vote_counts", None)
         with monkeypatch.context() as patch:
@@ -496,3 +498,166 @@ def test_glad_beta_step_from_the_alpha_trials_sums_equals_its_own():
     want = _kernels.glad_beta_newton(*codes, alphas, scratch, k1, 0.0)
     assert step == want
     np.testing.assert_array_equal(given, scratch)
+
+
+def _random_codes(seed: int, k: int, n_workers: int = 30, long_task: int = 0):
+    """A CSR block of 200 tasks with 0 to 6 annotations (codes ``worker * K + label``),
+    and, with ``long_task``, a last task with that many."""
+    rng = np.random.default_rng(seed)
+    counts = rng.choice([0, 1, 1, 2, 3, 5, 6], size=200)
+    if long_task:
+        counts = np.append(counts, long_task)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    columns = rng.integers(0, n_workers, indptr[-1]) * k + rng.integers(0, k, indptr[-1])
+    return indptr, columns.astype(np.int32), n_workers
+
+
+def _e_step_both(monkeypatch, indptr, columns, table, log_prior, gold):
+    """:func:`_kernels.ds_e_step` on the products' kernel and on the log path: the
+    posteriors and log-likelihoods, and the kernels the first one called."""
+    calls: list = []
+    got = np.empty((len(indptr) - 1, table.shape[1]))
+    with monkeypatch.context() as patch:
+        patch.setattr(_kernels, "run_ranges", _counting(calls, _kernels.run_ranges))
+        got_likelihood = _kernels.ds_e_step(indptr, columns, table, log_prior, gold, False, got)
+    want = np.empty_like(got)
+    with monkeypatch.context() as patch:
+        patch.setattr(_kernels, "PRODUCT_CLASSES", range(0))
+        want_likelihood = _kernels.ds_e_step(indptr, columns, table, log_prior, gold, False, want)
+    return got, got_likelihood, want, want_likelihood, calls
+
+
+@pytest.mark.parametrize("k", [3, 5, 10, 16])
+@pytest.mark.parametrize("with_gold", [False, True])
+def test_dawid_skene_e_step_from_products_equals_the_log_path(monkeypatch, k, with_gold):
+    """The E-step from products of probabilities (3-16 classes) gives the log path's
+    posteriors and log-likelihood, with gold tasks, tasks without annotations, a zero
+    confusion and a class of prior zero."""
+    indptr, columns, n_workers = _random_codes(k, k)
+    rng = np.random.default_rng(k)
+    confusions = rng.dirichlet(np.full(k, 0.7), (n_workers, k))
+    confusions[0, 0, 1] = 0.0  # a zero confusion: log -inf, product 0
+    with np.errstate(divide="ignore"):
+        table = log_confusion_table(confusions)
+        log_prior = np.log(np.r_[0.0, rng.dirichlet(np.ones(k - 1))])
+    gold = None
+    if with_gold:
+        gold = np.where(rng.random(len(indptr) - 1) < 0.2, rng.integers(0, k, len(indptr) - 1), -1)
+        gold[np.flatnonzero(gold == 0)] = 1  # a gold class of prior zero has no likelihood
+    got, got_likelihood, want, want_likelihood, calls = _e_step_both(
+        monkeypatch, indptr, columns, table, log_prior, gold
+    )
+    assert set(calls) == {"ds_e_product_range"}
+    np.testing.assert_allclose(got, want, rtol=0, atol=TOL)
+    assert got_likelihood == pytest.approx(want_likelihood, rel=TOL)
+    np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=0, atol=TOL)
+
+
+def test_a_task_whose_products_would_underflow_is_computed_from_logarithms(monkeypatch):
+    """A task of 600 annotations from uniform confusion rows (each class's product
+    0.2^600, below the smallest double) gets the log path's posteriors (not 0/0)."""
+    k = 5
+    indptr, columns, n_workers = _random_codes(2, k, long_task=600)
+    confusions = np.random.default_rng(2).dirichlet(np.ones(k), (n_workers, k))
+    confusions[:] = np.where(np.arange(n_workers)[:, None, None] < 15, confusions, 1.0 / k)
+    columns[indptr[-2] :] = (np.arange(600) % 15 + 15) * k  # workers 15-29: uniform rows
+    from crowdlearn.aggregation._numba_products import PRODUCT_FLOOR
+
+    assert (1.0 / k) ** 600 < PRODUCT_FLOOR
+    table, log_prior = log_confusion_table(confusions), np.log(np.full(k, 1.0 / k))
+    got, got_likelihood, want, want_likelihood, _ = _e_step_both(
+        monkeypatch, indptr, columns, table, log_prior, None
+    )
+    np.testing.assert_allclose(got, want, rtol=0, atol=TOL)
+    np.testing.assert_allclose(got[-1], 1.0 / k, rtol=0, atol=TOL)
+    assert got_likelihood == pytest.approx(want_likelihood, rel=TOL)
+
+
+def test_products_are_not_used_for_hard_em_two_classes_or_float32():
+    table32 = np.zeros((6, 3), dtype=np.float32)
+    out = np.empty((2, 3))
+    assert _kernels.use_products(np.zeros((6, 3)), out, hard=False)
+    assert not _kernels.use_products(np.zeros((6, 3)), out, hard=True)
+    assert not _kernels.use_products(np.zeros((4, 2)), np.empty((2, 2)), hard=False)
+    assert not _kernels.use_products(np.zeros((34, 17)), np.empty((2, 17)), hard=False)
+    assert not _kernels.use_products(table32, out.astype(np.float32), hard=False)
+
+
+@pytest.mark.parametrize("k", [3, 10])
+@pytest.mark.parametrize("lone_vote", [False, True])
+def test_dawid_skene_m_sums_from_registers_equal_the_row_path(monkeypatch, k, lone_vote):
+    """The M-step sums with each task's posteriors in registers (3-16 classes) equal
+    the row path's, from partial tables left empty (the kernel zeroes them)."""
+    indptr, columns, n_workers = _random_codes(k + 1, k)
+    rng = np.random.default_rng(k)
+    probas = rng.dirichlet(np.ones(k), len(indptr) - 1)
+    gold = np.where(rng.random(len(indptr) - 1) < 0.2, rng.integers(0, k, len(indptr) - 1), -1)
+    calls: list = []
+    partial_table = _kernels._partial_table
+
+    def dirty(n_columns, k, dtype, zeroed=True):  # what np.empty may hand out
+        table = partial_table(n_columns, k, dtype, zeroed)
+        return table if zeroed else np.full_like(table, np.nan)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(_kernels, "run_ranges", _counting(calls, _kernels.run_ranges))
+        patch.setattr(_kernels, "_partial_table", dirty)
+        got = _kernels.ds_m_step(indptr, columns, probas, gold, lone_vote, n_workers * k)
+    with monkeypatch.context() as patch:
+        patch.setattr(_kernels, "PRODUCT_CLASSES", range(0))
+        want = _kernels.ds_m_step(indptr, columns, probas, gold, lone_vote, n_workers * k)
+    assert calls == ["ds_m_tuple_range"]
+    for got_part, want_part in zip(got, want, strict=True):
+        np.testing.assert_allclose(got_part, want_part, rtol=0, atol=TOL)
+
+
+@pytest.mark.parametrize("k", [3, 10, 17])
+def test_majority_vote_pass_counts_tasks_of_more_than_15_annotations(monkeypatch, k):
+    """Counts packed 4 bits a class in a register (up to 16 classes) hold up to 15
+    votes: a task with more annotations (here 40, at least 33 for class 1) is counted
+    in memory; counts, labels and one-hot rows equal the NumPy path's."""
+    rng = np.random.default_rng(k)
+    sizes = rng.choice([0, 1, 3, 5, 40], size=300)
+    task = np.repeat(np.arange(300), sizes)
+    worker = np.concatenate([np.arange(size) for size in sizes])  # one label a worker
+    label = rng.integers(0, k, len(task))
+    label[(np.repeat(sizes, sizes) == 40) & (worker < 33)] = 1
+    data = CrowdData(task, worker, label, n_classes=k, n_tasks=300, n_workers=40)
+    for params in ({}, {"tie_break": "lowest"}):
+        data.__dict__.pop("vote_counts", None)
+        with monkeypatch.context() as patch:
+            patch.setenv("CROWDLEARN_NO_NUMBA", "1")
+            reference = MajorityVote(**params).fit(data)
+        data.__dict__.pop("vote_counts", None)
+        with monkeypatch.context() as patch:
+            patch.setattr(_kernels, "MIN_ANNOTATIONS", 0)
+            calls: list[str] = []
+            patch.setattr(_kernels, "run_ranges_each", _counting(calls, _kernels.run_ranges_each))
+            fused = MajorityVote(**params).fit(data)
+        assert calls == ["majority_range"], "the one-pass kernel did not run"
+        assert fused.vote_counts_.max() >= 33  # more than 4 bits hold
+        np.testing.assert_array_equal(fused.vote_counts_, reference.vote_counts_)
+        np.testing.assert_array_equal(fused.labels_, reference.labels_)
+        np.testing.assert_array_equal(fused.probas_, reference.probas_)
+
+
+def test_confusions_in_one_pass_equal_the_numpy_steps():
+    """``ds_confusions`` (the M-step's matrices from the sums, one pass) gives the
+    NumPy steps' rows: the transpose, the pseudo-counts, the floor, the division; a
+    NaN stays NaN. Large tables only, once the kernels are loaded (None otherwise)."""
+    from crowdlearn.aggregation._design import FLOOR, normalise_rows
+
+    n_workers, k = 1100, 10  # 110,000 cells: at least MIN_LOADED
+    rng = np.random.default_rng(0)
+    counts = rng.gamma(0.3, 5.0, (n_workers * k, k))
+    counts[1, 2] = -5.0  # cell (worker 0, class 2, label 1): below the floor
+    counts[5, 3] = np.nan
+    pseudo = 0.1 + 4.0 * np.eye(k)
+    assert _kernels.available()
+    got = _kernels.ds_confusions(counts, pseudo, FLOOR)
+    want = normalise_rows(counts.reshape(n_workers, k, k).transpose(0, 2, 1) + pseudo)
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=0)
+    assert np.isnan(got[0, 3]).all() and not np.isnan(got[1]).any()
+    row = np.maximum(counts[:k, 2] + pseudo[2], FLOOR)  # worker 0, true class 2
+    assert got[0, 2, 1] == pytest.approx(FLOOR / row.sum(), rel=1e-14)
+    assert _kernels.ds_confusions(counts[: 10 * k], pseudo, FLOOR) is None  # small

@@ -14,6 +14,10 @@ codes), on several cores:
   annotations' or the tasks' size).
 * **M-steps**: each range adds into its own partial statistics (per worker or per
   (worker, label)), which are then summed (the reduce).
+* **Products in registers**: Dawid-Skene's E-step with 3 to 16 classes multiplies
+  probabilities (no ``exp`` per class) and its M-step reads a task's posteriors once,
+  both with the K values in a tuple that stays in registers (kernels compiled per K,
+  :mod:`~crowdlearn.aggregation._numba_products`; :func:`use_products`).
 * **Shared passes**: Dawid-Skene's E-step can add the next M-step's sums of the rows
   it writes (:func:`ds_em_step`); majority vote counts, picks the class (random ties:
   NumPy's draws, reached by jump-ahead, :func:`pcg64_maps`) and writes the one-hot
@@ -309,11 +313,38 @@ def ds_e_step(
     hard: bool,
     out: np.ndarray,
 ) -> float | None:
-    """Dawid-Skene E-step of a block into ``out``; its log-likelihood (None: no kernel)."""
-    args = (indptr, unsigned(columns), table, log_prior, empty_gold(gold), bool(hard))
+    """Dawid-Skene E-step of a block into ``out``; its log-likelihood (None: no kernel).
+    Soft posteriors in float64 with :data:`PRODUCT_CLASSES` classes are computed from
+    products of probabilities (``ds_e_product_range``: no exponential per class), the
+    others from sums of logarithms (``ds_e_range``)."""
     bounds = e_ranges(indptr)
-    parts = run_ranges("ds_e_range", bounds, args, [(out,)] * (len(bounds) - 1))
+    codes = unsigned(columns)
+    if use_products(table, out, hard):
+        one = (1.0,) * table.shape[1]  # the kernel is compiled per number of classes
+        # exp(-inf) = 0: a zero confusion or prior is a zero product, as in the log path
+        with np.errstate(under="ignore"):
+            probabilities, prior = np.exp(table), np.exp(log_prior)
+        args = (indptr, codes, probabilities, prior, table, log_prior, empty_gold(gold), one)
+        parts = run_ranges("ds_e_product_range", bounds, args, [(out,)] * (len(bounds) - 1))
+    else:
+        args = (indptr, codes, table, log_prior, empty_gold(gold), bool(hard))
+        parts = run_ranges("ds_e_range", bounds, args, [(out,)] * (len(bounds) - 1))
     return None if parts is None else float(sum(parts))
+
+
+#: Numbers of classes whose Dawid-Skene E-step multiplies probabilities (a tuple of K
+#: running products in registers; two classes have their own one-exponential path).
+PRODUCT_CLASSES = range(3, 17)
+
+
+def use_products(table: np.ndarray, out: np.ndarray, hard: bool) -> bool:
+    """Whether :func:`ds_e_step` takes the products' kernel (see there)."""
+    return (
+        not hard
+        and table.shape[1] in PRODUCT_CLASSES
+        and table.dtype == np.float64
+        and out.dtype == np.float64
+    )
 
 
 def ds_m_step(
@@ -328,20 +359,27 @@ def ds_m_step(
     counts (None: no kernel)."""
     k = probas.shape[1]
     bounds = task_ranges(indptr, sum_ranges(n_columns * k + k, probas.itemsize))
-    tables = [_partial_table(n_columns, k, probas.dtype) for _ in range(len(bounds) - 1)]
-    parts = [(partial[:-1], partial[-1]) for partial in tables]
     args = (indptr, unsigned(columns), probas, empty_gold(gold), bool(lone_vote))
-    if run_ranges("ds_m_range", bounds, args, parts) is None:
+    name = "ds_m_range"
+    zeroed = k not in PRODUCT_CLASSES
+    if not zeroed:  # each task's posteriors held in registers; the kernel zeroes its sums
+        name, args = "ds_m_tuple_range", (*args, (1.0,) * k)
+    tables = [_partial_table(n_columns, k, probas.dtype, zeroed) for _ in range(len(bounds) - 1)]
+    parts = [(partial[:-1], partial[-1]) for partial in tables]
+    if run_ranges(name, bounds, args, parts) is None:
         return None
     return _summed(tables)
 
 
-def _partial_table(n_columns: int, k: int, dtype: Any) -> np.ndarray:
+def _partial_table(n_columns: int, k: int, dtype: Any, zeroed: bool = True) -> np.ndarray:
     """One range's partial Dawid-Skene M-step sums: ``counts`` (n_columns, K) and, as
     its last row, ``totals`` (K,): each range's totals in its own table, never in a
     cache line that another thread writes (small arrays allocated one after the other
-    can share one, and every task adds to its totals)."""
-    return np.zeros((n_columns + 1, k), dtype=dtype)
+    can share one, and every task adds to its totals). Not ``zeroed``: left empty for
+    a kernel that zeroes it (in its own thread, in parallel; ``np.zeros`` zeroes in
+    the calling thread, one table after the other)."""
+    shape = (n_columns + 1, k)
+    return np.zeros(shape, dtype=dtype) if zeroed else np.empty(shape, dtype=dtype)
 
 
 def _summed(tables: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -351,6 +389,15 @@ def _summed(tables: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     for more in tables[1:]:
         total += more
     return total[:-1], total[-1].copy()
+
+
+def ds_confusions(counts: np.ndarray, pseudo: np.ndarray, floor: float) -> np.ndarray | None:
+    """Dawid-Skene's confusion matrices from the M-step sums (``counts`` (n_workers *
+    K, K) float64) and pseudo-counts (K, K), in one pass (``ds_confusions``); None
+    where the kernels are not loaded (the loading would cost more) or cannot run."""
+    if not ready(counts.size) or counts.dtype != np.float64:
+        return None
+    return run("ds_confusions", np.ascontiguousarray(counts), pseudo, float(floor))
 
 
 def ds_em_step(

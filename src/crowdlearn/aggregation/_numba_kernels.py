@@ -835,6 +835,12 @@ def glad_beta_newton_range(
     return largest
 
 
-# The majority vote's one pass and NumPy's PCG64 draws by jump-ahead (its own module:
-# the module size limit); imported here for the drivers' ``getattr``.
+# The majority vote's one pass and NumPy's PCG64 draws by jump-ahead, and Dawid-Skene's
+# E-step from products (their own modules: the module size limit); imported here for
+# the drivers' ``getattr``.
+from crowdlearn.aggregation._numba_products import (  # noqa: E402, F401
+    ds_confusions,
+    ds_e_product_range,
+    ds_m_tuple_range,
+)
 from crowdlearn.aggregation._numba_votes import majority_range  # noqa: E402, F401

@@ -45,6 +45,7 @@ from crowdlearn.aggregation._blocks import (
     block_posteriors,
 )
 from crowdlearn.aggregation._design import (
+    FLOOR,
     clamp,
     log_confusion_table,
     normalise_log,
@@ -377,17 +378,25 @@ class DawidSkene(IncrementalEMMixin, IterativeAggregator):
         """The M-step from the summed statistics of :func:`confusion_statistics`."""
         self._statistics = (counts, totals)  # kept for partial_fit
         k = counts.shape[1]
-        counts = counts.reshape(n_workers, k, k).transpose(0, 2, 1)
         initial, self._initial = getattr(self, "_initial", None), None  # first M-step only
         pseudo = self.smoothing + self.diagonal_prior * np.eye(k)
+        self.priors_ = normalise_rows(totals + self.prior_smoothing).astype(self._dtype)
+        if initial is None and counts.shape[0] == n_workers * k:
+            # large tables, kernels loaded: one pass (the NumPy steps below, same values)
+            confusions = _kernels.ds_confusions(counts, pseudo, FLOOR)
+            if confusions is not None:
+                self.confusions_ = confusions.astype(self._dtype, copy=False)
+                return
+        counts = counts.reshape(n_workers, k, k).transpose(0, 2, 1)
         if initial is not None and self.initial_confusion_strategy == "assign":
             # The user's matrices are used as given: pseudo-counts would swamp
             # probabilities that sum to one.
             counts, pseudo = initial, 0.0
         elif initial is not None:
             counts = counts + initial
-        self.confusions_ = normalise_rows(counts + pseudo).astype(self._dtype)
-        self.priors_ = normalise_rows(totals + self.prior_smoothing).astype(self._dtype)
+        # counts + pseudo is a new float array: normalised in place
+        rows = normalise_rows(counts + pseudo, in_place=True)
+        self.confusions_ = rows.astype(self._dtype, copy=False)
 
     def _e_step(self, data: CrowdData) -> float:
         table = log_confusion_table(self.confusions_)
