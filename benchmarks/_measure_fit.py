@@ -157,14 +157,20 @@ def peerannot_class(method: str) -> type:
 def prepare(library: str, method: str) -> Any:
     """Import what the fit needs and return the model maker (before any measurement,
     so that neither the data nor the peak include import-time memory, and neither
-    library's time includes importing its modules: crowd-kit's pandas, scipy and
-    attrs, crowdlearn's numba when its compiled kernels can load). Compiling or loading
-    crowdlearn's cached kernels happens at their first call, so it stays in the fit."""
+    library's time includes importing the packages it depends on: crowd-kit's pandas,
+    scipy and attrs, crowdlearn's numba where it is installed). Only the ``numba``
+    package is imported: crowdlearn's kernels' module, the loading of its cached
+    kernels (or their compilation) and LLVM's start happen in the fit as in a fresh
+    process, and the fit decides whether to use the kernels exactly as there (that
+    decision looks at whether the kernels' module is loaded, not at numba)."""
     if library == "crowdlearn":
-        from crowdlearn.aggregation import _kernels, make_aggregator
+        from crowdlearn.aggregation import make_aggregator
         from crowdlearn.metrics import acc_train  # noqa: F401  (imported for the fit)
 
-        _kernels.available()  # imports numba and the kernels' module; compiles nothing
+        try:
+            import numba  # noqa: F401  (a dependency's import, like crowd-kit's pandas)
+        except Exception:  # the fit then notes the NumPy path itself
+            pass
         return lambda: make_aggregator(method)
     if library == "crowd-kit":
         import crowdkit.aggregation

@@ -611,8 +611,8 @@ def bench_aggregation_speed(out: Path, quick: bool, seeds: int) -> BenchResult:
         "is reset (no Parquet file)",
         "each fit runs in a fresh child process; seconds = the fit only, after the "
         "imports it needs (crowd-kit's modules and their pandas and scipy; ours: "
-        "crowdlearn and numba, whose compiled kernels are loaded from its cache or "
-        "compiled at their first call, inside the fit; the raw CSV's import_seconds) "
+        "crowdlearn and the numba package; our kernels' module, their loading from "
+        "numba's cache and LLVM's start stay in the fit; the raw CSV's import_seconds) "
         "(crowd-kit: "
         "fit on a pandas DataFrame; peerannot: building the model from its answers dict "
         "plus run(); ours: fit on the CrowdData from crowdlearn.io.read_parquet); peak "
