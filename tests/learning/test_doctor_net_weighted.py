@@ -78,7 +78,10 @@ def test_heads_stay_frozen_and_learned_weights_lower_their_loss():
     for name, value in plain.module_.state_dict().items():
         if name.endswith("vote_weights"):
             continue
-        torch.testing.assert_close(weighted.module_.state_dict()[name], value, rtol=0, atol=0)
+        # equal up to float32 rounding: in a full test run the two fits have differed by
+        # 4e-7 (summation order under other threads of the process), while heads trained
+        # by the weighted loss would move by orders of magnitude more
+        torch.testing.assert_close(weighted.module_.state_dict()[name], value, rtol=0, atol=1e-5)
     weights = weighted.vote_weights_
     assert weights.sum() == pytest.approx(1.0)
     assert not np.allclose(weights, plain.vote_weights_, atol=1e-3)
