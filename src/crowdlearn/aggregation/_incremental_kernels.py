@@ -340,28 +340,43 @@ def store_votes(
     row order: the sums of one pass over the merged annotations, without merging.
     ``shares``: each row as ``weighted_vote.vote_shares`` makes it, in the same pass
     (a sum over more than eight classes may then differ from NumPy's in rounding)."""
+    layout = _store_layout(pointer, worker, label, tail, n_tasks)
+    if layout is None:
+        return None
+    head, bounds = layout
+    out = np.empty((n_tasks, k))
+    args = (*head, np.ascontiguousarray(weights, dtype=np.float64), bool(shares), out)
+    calls = [(*args, int(bounds[r]), int(bounds[r + 1])) for r in range(len(bounds) - 1)]
+    return None if _run("store_votes_range", calls) is None else out
+
+
+def _store_layout(
+    pointer: np.ndarray,
+    worker: np.ndarray,
+    label: np.ndarray,
+    tail: tuple[np.ndarray, np.ndarray, np.ndarray],
+    n_tasks: int,
+) -> tuple[tuple, np.ndarray] | None:
+    """The arrays a store's kernels read first (the base's pointer and codes, the
+    tail's task pointer and codes, as unsigned views) and the task bounds of the
+    threads' ranges; None where the tail's pointer cannot be built."""
     tail_task, tail_worker, tail_label = tail
     tail_pointer = np.zeros(1, dtype=np.int64)
     if len(tail_task):
         tail_pointer = sorted_pointer(tail_task, n_tasks)
         if tail_pointer is None:
             return None
-    out = np.empty((n_tasks, k))
     bounds = _bounds(len(pointer) - 1, pointer)
     bounds[-1] = n_tasks
-    args = (
+    head = (
         pointer,
         _kernels.unsigned(worker),
         _kernels.unsigned(label),
         tail_pointer,
         _kernels.unsigned(_as_int32(tail_worker)),
         _kernels.unsigned(_as_int32(tail_label)),
-        np.ascontiguousarray(weights, dtype=np.float64),
-        bool(shares),
-        out,
     )
-    calls = [(*args, int(bounds[r]), int(bounds[r + 1])) for r in range(len(bounds) - 1)]
-    return None if _run("store_votes_range", calls) is None else out
+    return head, bounds
 
 
 def store_e_step(
@@ -379,21 +394,12 @@ def store_e_step(
     its log-likelihood, or None where the kernels do not run. With ``correctness``
     (one-coin's per-worker ``log_right`` and ``log_wrong``), one-coin's E-step
     (``table`` is then not read)."""
-    tail_task, tail_worker, tail_label = tail
-    tail_pointer = np.zeros(1, dtype=np.int64)
-    if len(tail_task):
-        tail_pointer = sorted_pointer(tail_task, len(out))
-        if tail_pointer is None:
-            return None
-    bounds = _bounds(len(pointer) - 1, pointer)
-    bounds[-1] = len(out)
+    layout = _store_layout(pointer, worker, label, tail, len(out))
+    if layout is None:
+        return None
+    head, bounds = layout
     args = (
-        pointer,
-        _kernels.unsigned(worker),
-        _kernels.unsigned(label),
-        tail_pointer,
-        _kernels.unsigned(_as_int32(tail_worker)),
-        _kernels.unsigned(_as_int32(tail_label)),
+        *head,
         np.ascontiguousarray(table, dtype=np.float64),
         np.ascontiguousarray(log_prior, dtype=np.float64),
         out,
