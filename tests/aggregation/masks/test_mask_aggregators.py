@@ -258,3 +258,33 @@ def test_staple_still_finds_a_worker_who_misses_the_foreground() -> None:
     model = STAPLE().fit(data)
     assert model.sensitivity_[2] < 0.1 < 0.9 < model.sensitivity_[0]
     assert np.array_equal(model.masks_(0), obj)
+
+
+def test_staple_keeps_a_pixel_at_an_exact_tie_whatever_the_labels():
+    # Found by the relabelling property: two workers whose masks and rates mirror each
+    # other leave pixel 0 of task 0 exactly at W = 0.5, which rounding after a
+    # relabelling put on either side of the threshold.
+    f, t = False, True
+    masks = [
+        np.array([[f, t, t]]),
+        np.array([[t, t, f]]),
+        np.array([[f, f, f, t]]),
+        np.array([[f, t, t, t]]),
+        np.array([[f]]),
+        np.array([[f]]),
+    ]
+    tasks, workers = [0, 0, 1, 1, 2, 2], [0, 1, 0, 1, 0, 1]
+    first = make_aggregator("staple").fit(Masks.from_arrays(tasks, workers, masks))
+    # the property's relabelling of that example: tasks 0, 1, 2 -> t4, t6, t2, workers
+    # 0, 1 -> w2, w9, rows in the order 0, 4, 2, 5, 1, 3 (each task's masks in order)
+    order = [0, 4, 2, 5, 1, 3]
+    relabelled = Masks.from_arrays(
+        [["t4", "t6", "t2"][tasks[i]] for i in order],
+        [["w2", "w9"][workers[i]] for i in order],
+        [masks[i] for i in order],
+    )
+    second = make_aggregator("staple").fit(relabelled)
+    for t_code, name in enumerate(["t4", "t6", "t2"]):
+        u = int(np.flatnonzero(relabelled.task_ids == name)[0])
+        assert np.array_equal(first.masks_(t_code), second.masks_(u)), name
+    assert first.masks_(0).tolist() == [[True, True, True]]  # the tie counts as W >= 0.5

@@ -53,13 +53,26 @@ def pixel_posterior(masks: np.ndarray, p: np.ndarray, q: np.ndarray, prior: floa
     prior : float
         ``f(T_i = 1)`` in (0, 1).
     """
+    return expit(pixel_logit(masks, p, q, prior))
+
+
+def pixel_logit(masks: np.ndarray, p: np.ndarray, q: np.ndarray, prior: float) -> np.ndarray:
+    """``log W_i - log (1 - W_i)`` of every pixel of one task (the arguments of
+    :func:`pixel_posterior`), shaped like one mask."""
     flat = masks.reshape(len(masks), -1)
     # log a_i - log b_i = logit(pi) + sum_j [D log p + (1-D) log(1-p)] - [(1-D) log q + D log(1-q)]
     on = np.log(p) - np.log1p(-q)  # weight of D_ij = 1
     off = np.log1p(-p) - np.log(q)  # weight of D_ij = 0
     base = np.log(prior) - np.log1p(-prior) + off.sum()
     logit = base + (on - off) @ flat
-    return expit(logit).reshape(masks.shape[1:])
+    return logit.reshape(masks.shape[1:])
+
+
+#: Log-odds this close to the threshold's count as equal to it (``W_i >= threshold``
+#: then holds): an exact tie in exact arithmetic, such as two workers whose masks and
+#: rates mirror each other, comes out a few 1e-16 to either side depending on the order
+#: of earlier sums, and relabelling the tasks or workers must not flip such a pixel.
+_TIE = 1e-9
 
 
 class _Stats:
@@ -215,7 +228,11 @@ class STAPLE(BaseMaskAggregator):
         )
 
     def _aggregate(self, workers: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        posterior = pixel_posterior(
+        logit = pixel_logit(
             masks, self.sensitivity_[workers], self.specificity_[workers], self.prior_
         )
-        return posterior >= self.threshold
+        threshold = float(self.threshold)
+        with np.errstate(divide="ignore", invalid="ignore"):  # thresholds 0 and 1: +-inf
+            cut = np.log(threshold) - np.log1p(-threshold)
+            tie = np.abs(logit - cut) <= _TIE
+        return (expit(logit) >= threshold) | tie
