@@ -450,17 +450,7 @@ def test_majority_vote_pass_equals_the_numpy_path(monkeypatch, k, threads, n_tas
     monkeypatch.setattr(_kernels, "n_threads", lambda: threads)
     data = sorted_crowd(k, k, n_tasks=n_tasks)
     for params in ({}, {"random_state": 11}, {"tie_break": "lowest"}):
-        data.__dict__.pop("vote_counts", None)
-        with monkeypatch.context() as patch:
-            patch.setenv("CROWDLEARN_NO_NUMBA", "1")
-            reference = MajorityVote(**params).fit(data)
-        data.__dict__.pop("vote_counts", None)
-        with monkeypatch.context() as patch:
-            patch.setattr(_kernels, "MIN_ANNOTATIONS", 0)
-            calls: list[str] = []
-            patch.setattr(_kernels, "run_ranges_each", _counting(calls, _kernels.run_ranges_each))
-            fused = MajorityVote(**params).fit(data)
-        assert calls == ["majority_range"], "the one-pass kernel did not run"
+        reference, fused = _majority_both_ways(data, params, monkeypatch)
         np.testing.assert_array_equal(fused.labels_, reference.labels_)
         np.testing.assert_array_equal(fused.vote_counts_, reference.vote_counts_)
         np.testing.assert_array_equal(fused.probas_, reference.probas_)
@@ -624,17 +614,7 @@ def test_majority_vote_pass_counts_tasks_of_more_than_15_annotations(monkeypatch
     label[(np.repeat(sizes, sizes) == 40) & (worker < 33)] = 1
     data = CrowdData(task, worker, label, n_classes=k, n_tasks=300, n_workers=40)
     for params in ({}, {"tie_break": "lowest"}):
-        data.__dict__.pop("vote_counts", None)
-        with monkeypatch.context() as patch:
-            patch.setenv("CROWDLEARN_NO_NUMBA", "1")
-            reference = MajorityVote(**params).fit(data)
-        data.__dict__.pop("vote_counts", None)
-        with monkeypatch.context() as patch:
-            patch.setattr(_kernels, "MIN_ANNOTATIONS", 0)
-            calls: list[str] = []
-            patch.setattr(_kernels, "run_ranges_each", _counting(calls, _kernels.run_ranges_each))
-            fused = MajorityVote(**params).fit(data)
-        assert calls == ["majority_range"], "the one-pass kernel did not run"
+        reference, fused = _majority_both_ways(data, params, monkeypatch)
         assert fused.vote_counts_.max() >= 33  # more than 4 bits hold
         np.testing.assert_array_equal(fused.vote_counts_, reference.vote_counts_)
         np.testing.assert_array_equal(fused.labels_, reference.labels_)
@@ -661,3 +641,20 @@ def test_confusions_in_one_pass_equal_the_numpy_steps():
     row = np.maximum(counts[:k, 2] + pseudo[2], FLOOR)  # worker 0, true class 2
     assert got[0, 2, 1] == pytest.approx(FLOOR / row.sum(), rel=1e-14)
     assert _kernels.ds_confusions(counts[: 10 * k], pseudo, FLOOR) is None  # small
+
+
+def _majority_both_ways(data, params, monkeypatch):
+    """MajorityVote(**params) fitted on ``data`` on the NumPy path, then on the one-pass
+    kernel (checked to have run), each from fresh vote counts."""
+    data.__dict__.pop("vote_counts", None)
+    with monkeypatch.context() as patch:
+        patch.setenv("CROWDLEARN_NO_NUMBA", "1")
+        reference = MajorityVote(**params).fit(data)
+    data.__dict__.pop("vote_counts", None)
+    with monkeypatch.context() as patch:
+        patch.setattr(_kernels, "MIN_ANNOTATIONS", 0)
+        calls: list[str] = []
+        patch.setattr(_kernels, "run_ranges_each", _counting(calls, _kernels.run_ranges_each))
+        fused = MajorityVote(**params).fit(data)
+    assert calls == ["majority_range"], "the one-pass kernel did not run"
+    return reference, fused
